@@ -1,0 +1,173 @@
+/**
+ * Typed errors of tensorbus. Every error the packages raise is a
+ * {@link TensorbusError} with a stable string `code` and a `retryable` flag, and
+ * is rebuilt from the wire in one place ({@link errorFromWire}).
+ *
+ * @example
+ * ```ts
+ * try { await agent.rpcSync('w1', fn, []); }
+ * catch (e) { if (e instanceof TensorbusError && e.code === 'RPC_TIMEOUT') retry(); }
+ * ```
+ * @module
+ */
+
+/** Stable error codes, one per failure kind. */
+export type ErrorCode =
+  | 'RPC_TIMEOUT'
+  | 'REMOTE_ERROR'
+  | 'WORKER_UNAVAILABLE'
+  | 'UNKNOWN_FUNCTION'
+  | 'SERIALIZATION'
+  | 'SHUTDOWN'
+  | 'RREF_NOT_OWNER'
+  | 'RREF_RELEASED'
+  | 'RREF_CREATION_FAILED'
+  | 'RREF_OWNER_LOST'
+  | 'AUTOGRAD_CONTEXT_NOT_FOUND'
+  | 'AUTOGRAD_BACKWARD_FAILED'
+  | 'INVALID_ARGUMENT'
+  | 'DUPLICATE_WORKER'
+  | 'PERMISSION_DENIED'
+  | 'TRANSPORT';
+
+/** Options common to every tensorbus error. */
+export interface TensorbusErrorOptions {
+  cause?: unknown;
+  retryable?: boolean;
+}
+
+/** Base class of every error tensorbus raises. */
+export class TensorbusError extends Error {
+  /** Stable machine-readable code. */
+  readonly code: ErrorCode;
+  /** Whether retrying the same operation may succeed. */
+  readonly retryable: boolean;
+
+  constructor(code: ErrorCode, message: string, options: TensorbusErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** No answer arrived within the timeout. Retryable. */
+export class RpcTimeoutError extends TensorbusError {
+  constructor(message: string, options: TensorbusErrorOptions = {}) {
+    super('RPC_TIMEOUT', message, { retryable: true, ...options });
+  }
+}
+
+/** Fields describing an error raised by a remote function. */
+export interface RemoteErrorInfo {
+  /** The worker whose function threw. */
+  worker: string;
+  /** The original error's `name`. */
+  remoteName: string;
+  /** The original error's `message`. */
+  remoteMessage: string;
+  /** The original error's stack, as printed on the remote worker. */
+  remoteStack?: string;
+  /** The original error's `code`, when it had one. */
+  remoteCode?: string;
+}
+
+/** The remote function threw; carries the original error's name, message and stack. */
+export class RemoteError extends TensorbusError {
+  readonly worker: string;
+  readonly remoteName: string;
+  readonly remoteMessage: string;
+  readonly remoteStack: string | undefined;
+  readonly remoteCode: string | undefined;
+
+  constructor(info: RemoteErrorInfo, options: TensorbusErrorOptions = {}) {
+    super(
+      'REMOTE_ERROR',
+      `worker '${info.worker}' raised ${info.remoteName}: ${info.remoteMessage}`,
+      options,
+    );
+    this.worker = info.worker;
+    this.remoteName = info.remoteName;
+    this.remoteMessage = info.remoteMessage;
+    this.remoteStack = info.remoteStack;
+    this.remoteCode = info.remoteCode;
+  }
+}
+
+/** The destination is unknown, departed or dead. */
+export class WorkerUnavailableError extends TensorbusError {
+  constructor(message: string, options: TensorbusErrorOptions = {}) {
+    super('WORKER_UNAVAILABLE', message, options);
+  }
+}
+
+/** The callee has no such function or method. */
+export class UnknownFunctionError extends TensorbusError {
+  constructor(message: string, options: TensorbusErrorOptions = {}) {
+    super('UNKNOWN_FUNCTION', message, options);
+  }
+}
+
+/** A value cannot be encoded, or bytes cannot be decoded. */
+export class SerializationError extends TensorbusError {
+  constructor(message: string, options: TensorbusErrorOptions = {}) {
+    super('SERIALIZATION', message, options);
+  }
+}
+
+/** The agent (or transport) is not running. */
+export class ShutdownError extends TensorbusError {
+  constructor(message = 'the RPC agent is not running: call initRpc() first', options: TensorbusErrorOptions = {}) {
+    super('SHUTDOWN', message, options);
+  }
+}
+
+/** Codes of {@link RRefError}. */
+export type RRefErrorCode = 'RREF_NOT_OWNER' | 'RREF_RELEASED' | 'RREF_CREATION_FAILED' | 'RREF_OWNER_LOST';
+
+/** A remote reference cannot be used as asked. */
+export class RRefError extends TensorbusError {
+  declare readonly code: RRefErrorCode;
+  constructor(code: RRefErrorCode, message: string, options: TensorbusErrorOptions = {}) {
+    super(code, message, options);
+  }
+}
+
+/** Codes of {@link AutogradError}. */
+export type AutogradErrorCode = 'AUTOGRAD_CONTEXT_NOT_FOUND' | 'AUTOGRAD_BACKWARD_FAILED';
+
+/** Distributed autograd failed. */
+export class AutogradError extends TensorbusError {
+  declare readonly code: AutogradErrorCode;
+  constructor(code: AutogradErrorCode, message: string, options: TensorbusErrorOptions = {}) {
+    super(code, message, options);
+  }
+}
+
+/** A bad argument to a public function. */
+export class InvalidArgumentError extends TensorbusError {
+  constructor(message: string, options: TensorbusErrorOptions = {}) {
+    super('INVALID_ARGUMENT', message, options);
+  }
+}
+
+/** The worker name is already taken in this namespace. */
+export class DuplicateWorkerError extends TensorbusError {
+  constructor(message: string, options: TensorbusErrorOptions = {}) {
+    super('DUPLICATE_WORKER', message, options);
+  }
+}
+
+/** The bus refused a subject (or a connection) to this identity. */
+export class PermissionDeniedError extends TensorbusError {
+  constructor(message: string, options: TensorbusErrorOptions = {}) {
+    super('PERMISSION_DENIED', message, options);
+  }
+}
+
+/** The transport failed (connection lost, chunked transfer broken). Retryable. */
+export class TransportError extends TensorbusError {
+  constructor(message: string, options: TensorbusErrorOptions = {}) {
+    super('TRANSPORT', message, { retryable: true, ...options });
+  }
+}

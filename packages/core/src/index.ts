@@ -1,0 +1,48 @@
+/**
+ * @tensorbus/core: tensors, the wire format, the transport interface and the
+ * in-process transport, futures, and the typed errors of tensorbus.
+ * @module
+ */
+
+// Tensors
+export { tf, tensorBackend, tensorBackendReason } from './tf.js';
+export type { TensorBackendName } from './tf.js';
+
+// Transports
+export { localTransport } from './transport/local-transport.js';
+export type { LocalTransportOptions } from './transport/local-transport.js';
+export type {
+  Transport,
+  TransportStatus,
+  RequestOptions,
+  InboundMessage,
+  SubscribeOptions,
+  TransportSubscription,
+} from './transport/transport.js';
+
+// Futures
+export { RpcFuture } from './rpc-future.js';
+
+// Wire format
+export { createCodec, defaultCodec } from './codec/codec.js';
+export type { Codec, CodecLimits } from './codec/codec.js';
+export { registerExtension } from './codec/extensions.js';
+export type { CodecExtension } from './codec/extensions.js';
+
+// Errors
+export {
+  TensorbusError,
+  RpcTimeoutError,
+  RemoteError,
+  WorkerUnavailableError,
+  UnknownFunctionError,
+  SerializationError,
+  ShutdownError,
+  RRefError,
+  AutogradError,
+  InvalidArgumentError,
+  DuplicateWorkerError,
+  PermissionDeniedError,
+  TransportError,
+} from './errors.js';
+export type { ErrorCode, RRefErrorCode, AutogradErrorCode, RemoteErrorInfo, TensorbusErrorOptions } from './errors.js';

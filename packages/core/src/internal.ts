@@ -1,0 +1,11 @@
+/**
+ * Everything of @tensorbus/core, for sibling packages and tests. Not a public
+ * API: names here may change without notice.
+ * @module
+ */
+export * from './index.js';
+export { errorFromWire, errorToWire, remoteErrorFrom } from './error-wire.js';
+export type { WireError } from './error-wire.js';
+export { abortError, subjectMatches } from './transport/transport.js';
+export { EXT_TENSOR, EXT_MAP, EXT_ERROR } from './codec/codec.js';
+export { HEADER_BYTES, BLOCK_ALIGN, FRAME_VERSION } from './codec/frame.js';

@@ -1,0 +1,99 @@
+/**
+ * The one TensorFlow.js instance every tensorbus package uses.
+ *
+ * `@tensorflow/tfjs-node` (an optional peer) is used when it is installed and
+ * loads; otherwise `@tensorflow/tfjs` on the WebAssembly backend; otherwise the
+ * plain CPU backend. `TENSORBUS_BACKEND=tensorflow|wasm|cpu` forces a choice.
+ * Which one is in use is logged once to stderr (silence it with
+ * `TENSORBUS_QUIET=1`) and returned by {@link tensorBackend}.
+ *
+ * @example
+ * ```ts
+ * import { tf, tensorBackend } from '@tensorbus/core';
+ * console.log(tensorBackend()); // 'wasm' on a machine without tfjs-node
+ * const y = tf.add(tf.ones([2]), tf.ones([2]));
+ * ```
+ * @module
+ */
+import type * as TfNamespace from '@tensorflow/tfjs';
+
+/** The name of the TensorFlow.js backend in use. */
+export type TensorBackendName = 'tensorflow' | 'wasm' | 'cpu';
+
+type Tf = typeof TfNamespace;
+
+interface Loaded {
+  tf: Tf;
+  backend: TensorBackendName;
+  reason: string;
+}
+
+function wanted(): TensorBackendName | undefined {
+  const value = process.env.TENSORBUS_BACKEND;
+  return value === 'tensorflow' || value === 'wasm' || value === 'cpu' ? value : undefined;
+}
+
+async function loadNode(): Promise<Loaded | string> {
+  try {
+    const mod = (await import('@tensorflow/tfjs-node' as string)) as Tf & { default?: Tf };
+    const tfNode = (mod.default ?? mod) as Tf;
+    await tfNode.ready();
+    return { tf: tfNode, backend: 'tensorflow', reason: '@tensorflow/tfjs-node loaded' };
+  } catch (error) {
+    return `@tensorflow/tfjs-node is not available (${firstLine(error)})`;
+  }
+}
+
+async function loadWasmOrCpu(tfjs: Tf, prefer: 'wasm' | 'cpu', why: string): Promise<Loaded> {
+  if (prefer === 'wasm') {
+    try {
+      await import('@tensorflow/tfjs-backend-wasm');
+      if (await tfjs.setBackend('wasm')) {
+        await tfjs.ready();
+        return { tf: tfjs, backend: 'wasm', reason: why };
+      }
+      why += '; the WebAssembly backend did not initialise';
+    } catch (error) {
+      why += `; the WebAssembly backend failed (${firstLine(error)})`;
+    }
+  }
+  await tfjs.setBackend('cpu');
+  await tfjs.ready();
+  return { tf: tfjs, backend: 'cpu', reason: why };
+}
+
+function firstLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.split('\n')[0] ?? text;
+}
+
+async function load(): Promise<Loaded> {
+  const forced = wanted();
+  let why = forced ? `TENSORBUS_BACKEND=${forced}` : '';
+  if (forced === undefined || forced === 'tensorflow') {
+    const node = await loadNode();
+    if (typeof node !== 'string') return node;
+    why = forced ? `${why}, but ${node}` : node;
+  }
+  const tfjs = (await import('@tensorflow/tfjs')) as Tf;
+  return loadWasmOrCpu(tfjs, forced === 'cpu' ? 'cpu' : 'wasm', why);
+}
+
+const loaded = await load();
+
+if (process.env.TENSORBUS_QUIET !== '1') {
+  process.stderr.write(`[tensorbus] TensorFlow.js backend: ${loaded.backend} (${loaded.reason})\n`);
+}
+
+/** The TensorFlow.js namespace in use (tfjs-node, or tfjs on WASM or CPU). */
+export const tf: Tf = loaded.tf;
+
+/** The TensorFlow.js backend in use: `'tensorflow'`, `'wasm'` or `'cpu'`. */
+export function tensorBackend(): TensorBackendName {
+  return loaded.backend;
+}
+
+/** Why this backend was chosen, for logs and diagnostics. */
+export function tensorBackendReason(): string {
+  return loaded.reason;
+}

@@ -1,0 +1,165 @@
+/**
+ * The in-process bus: every `localTransport()` in one process (sharing a bus
+ * name) sees the others, as workers on one NATS server would. Delivery is
+ * asynchronous (a microtask later), like a network, so code that works here
+ * does not depend on re-entrancy that a real bus would not give.
+ * @module
+ */
+import { BehaviorSubject } from 'rxjs';
+import { RpcTimeoutError, ShutdownError, WorkerUnavailableError } from '../errors.js';
+import {
+  abortError,
+  subjectMatches,
+  type InboundMessage,
+  type RequestOptions,
+  type SubscribeOptions,
+  type Transport,
+  type TransportStatus,
+  type TransportSubscription,
+} from './transport.js';
+
+interface Listener {
+  pattern: string;
+  queue?: string;
+  owner: LocalTransport;
+  handler: (message: InboundMessage) => void;
+}
+
+class LocalBus {
+  readonly listeners = new Set<Listener>();
+  private nextInbox = 0;
+
+  inbox(): string {
+    return `_INBOX.local.${++this.nextInbox}`;
+  }
+
+  /** Delivers to every plain listener and one member of each queue group; returns the count. */
+  deliver(subject: string, data: Uint8Array, reply: string | undefined): number {
+    const groups = new Map<string, Listener[]>();
+    const targets: Listener[] = [];
+    for (const listener of this.listeners) {
+      if (!subjectMatches(listener.pattern, subject)) continue;
+      if (listener.queue === undefined) targets.push(listener);
+      else groups.set(listener.queue, [...(groups.get(listener.queue) ?? []), listener]);
+    }
+    for (const members of groups.values()) targets.push(members[Math.floor(Math.random() * members.length)]!);
+    for (const target of targets) {
+      const message: InboundMessage = {
+        subject,
+        data,
+        reply,
+        respond: (answer) => {
+          if (reply === undefined || target.owner.closed) return false;
+          this.deliver(reply, answer, undefined);
+          return true;
+        },
+      };
+      queueMicrotask(() => {
+        if (this.listeners.has(target)) target.handler(message);
+      });
+    }
+    return targets.length;
+  }
+}
+
+const buses = new Map<string, LocalBus>();
+
+/** Options of {@link localTransport}. */
+export interface LocalTransportOptions {
+  /** Separate in-process buses by name (default `'default'`). */
+  bus?: string;
+  /** Largest payload; default unlimited (2 GiB). */
+  maxPayload?: number;
+}
+
+class LocalTransport implements Transport {
+  readonly kind = 'local';
+  readonly maxPayload: number;
+  readonly status$ = new BehaviorSubject<TransportStatus>('connected');
+  closed = false;
+  private readonly mine = new Set<Listener>();
+  private readonly pending = new Set<(error: Error) => void>();
+
+  constructor(private readonly bus: LocalBus, maxPayload: number) {
+    this.maxPayload = maxPayload;
+  }
+
+  request(subject: string, data: Uint8Array, options: RequestOptions = {}): Promise<Uint8Array> {
+    if (this.closed) return Promise.reject(new ShutdownError('the transport is closed'));
+    if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
+    return new Promise<Uint8Array>((resolve, reject) => {
+      const inbox = this.bus.inbox();
+      let timer: NodeJS.Timeout | undefined;
+      const settle = (error: Error | undefined, value?: Uint8Array) => {
+        this.bus.listeners.delete(listener);
+        this.pending.delete(fail);
+        if (timer) clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+        if (error) reject(error);
+        else resolve(value!);
+      };
+      const fail = (error: Error) => settle(error);
+      const onAbort = () => fail(abortError(options.signal));
+      const listener: Listener = { pattern: inbox, owner: this, handler: (m) => settle(undefined, m.data) };
+      this.bus.listeners.add(listener);
+      this.pending.add(fail);
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      if (options.timeoutMs) {
+        timer = setTimeout(() => fail(new RpcTimeoutError(`no reply on '${subject}' within ${options.timeoutMs} ms`)), options.timeoutMs);
+      }
+      if (this.bus.deliver(subject, data, inbox) === 0) {
+        fail(new WorkerUnavailableError(`no responders on '${subject}'`));
+      }
+    });
+  }
+
+  publish(subject: string, data: Uint8Array): void {
+    if (this.closed) throw new ShutdownError('the transport is closed');
+    this.bus.deliver(subject, data, undefined);
+  }
+
+  subscribe(subject: string, handler: (message: InboundMessage) => void, options: SubscribeOptions = {}): TransportSubscription {
+    if (this.closed) throw new ShutdownError('the transport is closed');
+    const listener: Listener = { pattern: subject, queue: options.queue, owner: this, handler };
+    this.bus.listeners.add(listener);
+    this.mine.add(listener);
+    return {
+      unsubscribe: () => {
+        this.bus.listeners.delete(listener);
+        this.mine.delete(listener);
+      },
+    };
+  }
+
+  async flush(): Promise<void> {
+    if (this.closed) throw new ShutdownError('the transport is closed');
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const listener of this.mine) this.bus.listeners.delete(listener);
+    this.mine.clear();
+    for (const fail of [...this.pending]) fail(new ShutdownError('the transport was closed while a request was pending'));
+    this.status$.next('closed');
+    this.status$.complete();
+  }
+}
+
+/**
+ * An in-process transport. All agents of a process that use the same bus see
+ * each other.
+ *
+ * @example
+ * ```ts
+ * const a = await initRpc({ name: 'a', transport: localTransport() });
+ * const b = await initRpc({ name: 'b', transport: localTransport() });
+ * ```
+ */
+export function localTransport(options: LocalTransportOptions = {}): Transport {
+  const name = options.bus ?? 'default';
+  let bus = buses.get(name);
+  if (!bus) buses.set(name, (bus = new LocalBus()));
+  return new LocalTransport(bus, options.maxPayload ?? 2 ** 31 - 1);
+}
