@@ -88,6 +88,26 @@ if (process.env.TENSORBUS_QUIET !== '1') {
 /** The TensorFlow.js namespace in use (tfjs-node, or tfjs on WASM or CPU). */
 export const tf: Tf = loaded.tf;
 
+/** The TensorFlow.js types, so `tf.Tensor` works as a type as it does with tfjs itself. */
+// eslint-disable-next-line @typescript-eslint/no-namespace
+export declare namespace tf {
+  export type Tensor<R extends TfNamespace.Rank = TfNamespace.Rank> = TfNamespace.Tensor<R>;
+  export type Variable<R extends TfNamespace.Rank = TfNamespace.Rank> = TfNamespace.Variable<R>;
+  export type Scalar = TfNamespace.Scalar;
+  export type Tensor1D = TfNamespace.Tensor1D;
+  export type Tensor2D = TfNamespace.Tensor2D;
+  export type Tensor3D = TfNamespace.Tensor3D;
+  export type Tensor4D = TfNamespace.Tensor4D;
+  export type Rank = TfNamespace.Rank;
+  export type DataType = TfNamespace.DataType;
+  export type TensorLike = TfNamespace.TensorLike;
+  export type NamedTensorMap = TfNamespace.NamedTensorMap;
+  export type TensorContainer = TfNamespace.TensorContainer;
+  export type Optimizer = TfNamespace.Optimizer;
+  export type LayersModel = TfNamespace.LayersModel;
+  export type Sequential = TfNamespace.Sequential;
+}
+
 /** The TensorFlow.js backend in use: `'tensorflow'`, `'wasm'` or `'cpu'`. */
 export function tensorBackend(): TensorBackendName {
   return loaded.backend;

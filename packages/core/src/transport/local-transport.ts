@@ -1,7 +1,7 @@
 /**
  * The in-process bus: every `localTransport()` in one process (sharing a bus
  * name) sees the others, as workers on one NATS server would. Delivery is
- * asynchronous (a microtask later), like a network, so code that works here
+ * asynchronous (a macrotask later), like a network, so code that works here
  * does not depend on re-entrancy that a real bus would not give.
  * @module
  */
@@ -54,7 +54,8 @@ class LocalBus {
           return true;
         },
       };
-      queueMicrotask(() => {
+      // A macrotask later, as from a socket: a flood of messages cannot starve timers.
+      setImmediate(() => {
         if (this.listeners.has(target)) target.handler(message);
       });
     }

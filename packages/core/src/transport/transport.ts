@@ -67,11 +67,16 @@ export interface Transport {
   close(): Promise<void>;
 }
 
-/** Builds the error an aborted operation rejects with (name `AbortError`). */
+/**
+ * Builds the error an aborted operation rejects with: an `Error` named
+ * `AbortError` (the signal's `DOMException` is not an `Error` to every tool),
+ * carrying the signal's reason as `cause`.
+ */
 export function abortError(signal: AbortSignal | undefined): Error {
   const reason: unknown = signal?.reason;
-  if (reason instanceof Error && reason.name === 'AbortError') return reason;
-  const error = new Error(reason instanceof Error ? reason.message : 'the operation was aborted', { cause: reason });
+  if (reason instanceof Error && reason.name === 'AbortError' && !(reason instanceof DOMException)) return reason;
+  const custom = reason instanceof Error && reason.name !== 'AbortError';
+  const error = new Error(custom ? `aborted: ${reason.message}` : 'the operation was aborted', { cause: reason });
   error.name = 'AbortError';
   return error;
 }

@@ -1,0 +1,126 @@
+/**
+ * The caller's side of the call protocol: encode, send, decode, and settle
+ * each call exactly once (reply, timeout, abort, the callee's departure, or
+ * shutdown). Calls pending to a worker that leaves or fails reject at once.
+ * @module
+ */
+import {
+  defaultCodec,
+  RpcTimeoutError,
+  SerializationError,
+  ShutdownError,
+  TensorbusError,
+  type Transport,
+} from '@tensorbus/core';
+import { abortError, errorFromWire } from '@tensorbus/core/internal';
+import type { CallMeta } from './call-context.js';
+import { CALL, OK, parseReply, type StreamOpen, STREAM } from './call-protocol.js';
+import { callSubject } from './subjects.js';
+
+/** Options of one call. */
+export interface CallOptions {
+  /** Overrides the agent default; 0 = no timeout. */
+  timeoutMs?: number;
+  /** Aborting rejects the call with an `AbortError`-named error. */
+  signal?: AbortSignal;
+}
+
+/** The codec context of a message: who sends it, to whom, on which agent. */
+export interface WireContext {
+  agent: unknown;
+  /** The worker at the other end; undefined while decoding a request (its sender is inside it). */
+  peer: string | undefined;
+}
+
+/** Sends calls and tracks the ones pending, per destination. */
+export class CallClient {
+  /** Calls sent per destination (for shutdown's quiescence check). */
+  readonly sentTo: Record<string, number> = {};
+  private readonly pending = new Map<string, Set<AbortController>>();
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly self: string,
+    private readonly agent: unknown,
+    private readonly defaultTimeoutMs: () => number,
+  ) {}
+
+  /** Number of calls awaiting a reply. */
+  get inFlight(): number {
+    let n = 0;
+    for (const set of this.pending.values()) n += set.size;
+    return n;
+  }
+
+  /** Runs `fn(args)` on `to` and resolves with its result. */
+  call(to: string, fn: string, args: unknown[], meta: CallMeta, options: CallOptions = {}): Promise<unknown> {
+    return this.send(to, [CALL, fn, args, meta], fn, options);
+  }
+
+  /** Opens a stream of `fn(args)` on `to`; resolves once the callee accepted it. */
+  openStream(to: string, fn: string, args: unknown[], meta: CallMeta, open: StreamOpen, options: CallOptions = {}): Promise<unknown> {
+    return this.send(to, [STREAM, fn, args, meta, open], fn, options);
+  }
+
+  /** Rejects every call pending to `worker` with `error`. */
+  failAll(worker: string, error: TensorbusError): void {
+    for (const controller of this.pending.get(worker) ?? []) controller.abort(error);
+  }
+
+  /** Rejects every pending call with `error`. */
+  failEverything(error: TensorbusError): void {
+    for (const worker of this.pending.keys()) this.failAll(worker, error);
+  }
+
+  /** Resolves once no call is pending, or after `timeoutMs`. */
+  async drained(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.inFlight > 0) {
+      if (timeoutMs > 0 && Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    return true;
+  }
+
+  private async send(to: string, request: unknown[], fn: string, options: CallOptions): Promise<unknown> {
+    const context: WireContext = { agent: this.agent, peer: to };
+    const bytes = defaultCodec.encode(request, context);
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(abortError(options.signal));
+    if (options.signal?.aborted) onAbort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    let set = this.pending.get(to);
+    if (!set) this.pending.set(to, (set = new Set()));
+    set.add(controller);
+    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs();
+    this.sentTo[to] = (this.sentTo[to] ?? 0) + 1;
+    try {
+      const replyBytes = await this.transport.request(callSubject(to), bytes, { timeoutMs, signal: controller.signal });
+      const reply = parseReply(defaultCodec.decode(replyBytes, context));
+      if (reply[0] === OK) return reply[1];
+      throw errorFromWire(reply[1]);
+    } catch (error) {
+      // Nobody received it: keep the counters of shutdown's barrier matched.
+      if ((error as { code?: string }).code === 'WORKER_UNAVAILABLE' && !controller.signal.aborted) this.sentTo[to]!--;
+      throw this.explain(error, controller, to, fn, timeoutMs);
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+      set.delete(controller);
+      if (set.size === 0) this.pending.delete(to);
+    }
+  }
+
+  private explain(error: unknown, controller: AbortController, to: string, fn: string, timeoutMs: number): unknown {
+    const reason: unknown = controller.signal.reason;
+    if (controller.signal.aborted && reason instanceof TensorbusError) return reason;
+    if (error instanceof RpcTimeoutError) {
+      return new RpcTimeoutError(`call of '${fn}' on worker '${to}' got no answer within ${timeoutMs} ms`, { cause: error });
+    }
+    if (error instanceof ShutdownError) return new ShutdownError(`call of '${fn}' on '${to}' was cut off: ${error.message}`);
+    if (error instanceof TensorbusError && error.code === 'WORKER_UNAVAILABLE' && /no responders/.test(error.message)) {
+      return new (error.constructor as new (m: string) => TensorbusError)(`worker '${to}' is not in the group (nobody serves its calls)`);
+    }
+    if (error instanceof SerializationError) return error;
+    return error;
+  }
+}

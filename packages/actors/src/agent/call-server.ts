@@ -1,0 +1,132 @@
+/**
+ * The callee's side of the call protocol: decode a request, find the function
+ * in the registry, run it in the call's scope without blocking other calls,
+ * and answer exactly once. Whatever arrives, the worker answers with a typed
+ * error or drops it; it never crashes.
+ * @module
+ */
+import { defaultCodec, SerializationError, ShutdownError, type InboundMessage, type Transport, type TransportSubscription } from '@tensorbus/core';
+import { errorToWire, remoteErrorFrom, type WireError } from '@tensorbus/core/internal';
+import { lookupCallable } from '../registry/functions.js';
+import { disposeTransient } from '../tensors.js';
+import { callScope, type CallMeta } from './call-context.js';
+import type { WireContext } from './call-client.js';
+import { CALL, ERROR, OK, parseRequest, type CallRequest } from './call-protocol.js';
+import { callSubject } from './subjects.js';
+
+/** Runs a call's function inside whatever scope protocols need (autograd contexts, …). */
+export type CallWrapper = (meta: CallMeta, run: () => Promise<unknown>) => Promise<unknown>;
+
+/** Starts a stream for an accepted STREAM request. */
+export type StreamStarter = (request: CallRequest, produce: () => unknown) => void;
+
+/** Serves calls addressed to one worker. */
+export class CallServer {
+  /** Calls received per sender (for shutdown's quiescence check). */
+  readonly receivedFrom: Record<string, number> = {};
+  /** Calls running now. */
+  running = 0;
+  /** Requests dropped because they could not even be answered. */
+  dropped = 0;
+  private subscription: TransportSubscription | undefined;
+  private accepting = true;
+  private readonly wrappers: CallWrapper[] = [];
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly name: string,
+    private readonly agent: unknown,
+    private readonly startStream: StreamStarter,
+  ) {}
+
+  /** Adds a wrapper around every call's execution (outermost last). */
+  wrap(wrapper: CallWrapper): void {
+    this.wrappers.push(wrapper);
+  }
+
+  listen(): void {
+    this.subscription = this.transport.subscribe(callSubject(this.name), (message) => void this.handle(message));
+  }
+
+  /** From now on, new calls are refused with ShutdownError. */
+  refuse(): void {
+    this.accepting = false;
+  }
+
+  close(): void {
+    this.subscription?.unsubscribe();
+    this.subscription = undefined;
+  }
+
+  private async handle(message: InboundMessage): Promise<void> {
+    this.running++;
+    try {
+      if (!message.reply) {
+        this.dropped++;
+        return;
+      }
+      if (!this.accepting) {
+        this.answerError(message, undefined, errorToWire(new ShutdownError(`worker '${this.name}' is shutting down`)));
+        return;
+      }
+      let request: CallRequest;
+      let context: WireContext | undefined;
+      try {
+        // The sender is known only once decoded: extensions read their sender from their own payload.
+        const decoded = defaultCodec.decode(message.data, { agent: this.agent, peer: undefined });
+        request = parseRequest(decoded);
+        context = { agent: this.agent, peer: request.meta.from };
+        this.receivedFrom[request.meta.from] = (this.receivedFrom[request.meta.from] ?? 0) + 1;
+      } catch (error) {
+        this.answerError(message, undefined, errorToWire(error));
+        return;
+      }
+      await this.serve(message, request, context);
+    } finally {
+      this.running--;
+    }
+  }
+
+  private async serve(message: InboundMessage, request: CallRequest, context: WireContext): Promise<void> {
+    let result: unknown;
+    try {
+      const entry = lookupCallable(request.fn, this.name);
+      const produce = () => entry.invoke(request.args);
+      if (request.kind !== CALL) {
+        this.startStream(request, produce);
+        result = null;
+      } else {
+        const run = () => callScope.run({ agent: this.agent, caller: request.meta.from, meta: request.meta }, async () => produce());
+        result = await this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner), run)();
+      }
+    } catch (error) {
+      disposeTransient(request.args);
+      this.answerError(message, context, remoteErrorFrom(this.name, error));
+      return;
+    }
+    let bytes: Uint8Array;
+    try {
+      bytes = defaultCodec.encode([OK, result], context);
+    } catch (error) {
+      disposeTransient(request.args, result);
+      const reason = error instanceof Error ? error.message : String(error);
+      this.answerError(message, context, errorToWire(new SerializationError(`worker '${this.name}' cannot encode the result of '${request.fn}': ${reason}`)));
+      return;
+    }
+    if (request.kind === CALL) disposeTransient(request.args, result);
+    try {
+      message.respond(bytes);
+    } catch {
+      this.dropped++;
+    }
+  }
+
+  private answerError(message: InboundMessage, context: WireContext | undefined, wire: WireError): void {
+    try {
+      message.respond(defaultCodec.encode([ERROR, wire], context));
+    } catch {
+      this.dropped++;
+    }
+  }
+}
+

@@ -1,0 +1,325 @@
+/**
+ * The membership protocol: who is in the namespace, joining and leaving at any
+ * time, and failure detection by heartbeats.
+ *
+ * - join: ping the name's control subject (an answer means the name is taken),
+ *   claim it, broadcast `hello`; members answer `here` to the joiner and add
+ *   it. Two workers claiming one name at once both see the other's `hello`;
+ *   the one with the greater instance id gives up.
+ * - heartbeats: every worker broadcasts `hb` every `heartbeatMs`; a worker not
+ *   heard from for `failureTimeoutMs` is declared failed (while this worker's
+ *   own connection is up) and `gone$` fires so pending calls fail fast.
+ * - leave: broadcast `bye`; members drop the worker at once.
+ * See docs/rpc.md.
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { BehaviorSubject, Subject, type Subscription } from 'rxjs';
+import {
+  defaultCodec,
+  DuplicateWorkerError,
+  InvalidArgumentError,
+  RpcTimeoutError,
+  type Transport,
+  type TransportSubscription,
+} from '@tensorbus/core';
+import type { WorkerInfo } from '../worker-info.js';
+import type { ControlChannel, ControlMessage } from './control.js';
+import { MEMBERS_SUBJECT } from './subjects.js';
+
+/** Timing of the membership protocol. */
+export interface MembershipTiming {
+  /** Interval of heartbeats, ms. Default 500. */
+  heartbeatMs: number;
+  /** A worker silent this long is declared failed, ms. Default 3000. */
+  failureTimeoutMs: number;
+  /** How long a joiner listens for answers and name conflicts, ms. Default 50. */
+  joinSettleMs: number;
+}
+
+interface Member {
+  info: WorkerInfo;
+  inst: string;
+  joinedAt: number;
+  lastSeen: number;
+}
+
+/** An announcement on the members subject or a `here` on a control subject. */
+interface Announcement extends ControlMessage {
+  k: 'hello' | 'hb' | 'bye' | 'here' | 'query';
+  n: string;
+  id: number;
+  inst: string;
+  t: number;
+  reply?: string;
+}
+
+/** Why a worker left the view. */
+export interface Departure {
+  name: string;
+  reason: 'left' | 'failed';
+}
+
+/** One worker's view of the group. */
+export class Membership {
+  readonly inst = randomUUID();
+  readonly joinedAt = Date.now();
+  /** Current members, this worker included, sorted by id then name. */
+  readonly membership$ = new BehaviorSubject<WorkerInfo[]>([]);
+  /** Fires when a worker leaves or is declared failed. */
+  readonly gone$ = new Subject<Departure>();
+  private readonly members = new Map<string, Member>();
+  private readonly departed = new Map<string, Departure['reason']>();
+  private id = -1;
+  private conflict: DuplicateWorkerError | undefined;
+  private subscription: TransportSubscription | undefined;
+  private statusSubscription: Subscription | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private connected = true;
+  private left = false;
+  private lastTick = Date.now();
+  private readonly rivals = new Set<string>();
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly control: ControlChannel,
+    readonly name: string,
+    private readonly timing: MembershipTiming,
+    private readonly worldSize?: number,
+    rank?: number,
+  ) {
+    if (rank !== undefined) this.id = rank;
+    control.on('ping', () => ({ k: 'pong', n: this.name, inst: this.inst }));
+    control.on('here', (m) => this.observe(m as Announcement));
+  }
+
+  /** This worker's info (id -1 until a static group without ranks is complete). */
+  get self(): WorkerInfo {
+    return { name: this.name, id: this.id };
+  }
+
+  /** Refuses a name in use: asks the name's control subject before claiming it. */
+  async checkNameFree(timeoutMs: number): Promise<void> {
+    try {
+      await this.control.request(this.name, { k: 'ping' }, timeoutMs);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'WORKER_UNAVAILABLE' || error instanceof RpcTimeoutError) return;
+      throw error;
+    }
+    throw new DuplicateWorkerError(`worker name '${this.name}' is already in use in this namespace: choose another name`);
+  }
+
+  /** Announces this worker, learns the others, resolves its id; the control channel must be listening. */
+  async join(): Promise<void> {
+    this.subscription = this.transport.subscribe(MEMBERS_SUBJECT, (m) => {
+      try {
+        this.onAnnouncement(defaultCodec.decode(m.data) as Announcement, m.reply);
+      } catch {
+        // A malformed announcement is dropped: nothing on the wire may crash a worker.
+      }
+    });
+    this.statusSubscription = this.transport.status$.subscribe((status) => this.onStatus(status));
+    this.touch(this.name, this.inst, this.id, this.joinedAt);
+    this.announce('hello');
+    await new Promise((resolve) => setTimeout(resolve, this.timing.joinSettleMs));
+    if (this.conflict) throw this.conflict;
+    if (this.worldSize === undefined && this.id < 0) this.id = this.nextFreeId();
+    this.resolveStaticIds();
+    this.touch(this.name, this.inst, this.id, this.joinedAt);
+    this.announce('hb');
+    this.lastTick = Date.now();
+    this.heartbeat = setInterval(() => this.tick(), this.timing.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  /** Resolves once `worldSize` workers with ids have joined, or rejects after `timeoutMs`. */
+  awaitWorld(timeoutMs: number): Promise<WorkerInfo[]> {
+    const size = this.worldSize!;
+    return new Promise((resolve, reject) => {
+      const timer = timeoutMs > 0 ? setTimeout(() => {
+        subscription.unsubscribe();
+        const missing = size - this.members.size;
+        reject(new RpcTimeoutError(`static group of ${size} did not form within ${timeoutMs} ms: ${missing} worker(s) missing; present: ${[...this.members.keys()].join(', ')}`));
+      }, timeoutMs) : undefined;
+      const subscription = this.membership$.subscribe((list) => {
+        if (list.length >= size && list.every((w) => w.id >= 0)) {
+          if (timer) clearTimeout(timer);
+          queueMicrotask(() => subscription.unsubscribe());
+          resolve(list);
+        }
+      });
+    });
+  }
+
+  /** The member named `name`, if known and present. */
+  get(name: string): WorkerInfo | undefined {
+    return this.members.get(name)?.info;
+  }
+
+  /** The member with id `id`, if known. */
+  byId(id: number): WorkerInfo | undefined {
+    for (const member of this.members.values()) if (member.info.id === id) return member.info;
+    return undefined;
+  }
+
+  /** Why `name` left, if it was a member that left or failed and has not come back. */
+  departure(name: string): Departure['reason'] | undefined {
+    return this.departed.get(name);
+  }
+
+  /** Members now. */
+  list(): WorkerInfo[] {
+    return this.membership$.value;
+  }
+
+  /** Announces departure and stops. */
+  leave(): void {
+    if (this.left) return;
+    this.left = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    try {
+      this.announce('bye');
+    } catch {
+      // The transport may already be closed; others then detect the silence.
+    }
+    this.subscription?.unsubscribe();
+    this.statusSubscription?.unsubscribe();
+    this.membership$.complete();
+    this.gone$.complete();
+  }
+
+  private announce(kind: 'hello' | 'hb' | 'bye'): void {
+    const message: Announcement = { k: kind, n: this.name, id: this.id, inst: this.inst, t: this.joinedAt };
+    this.transport.publish(MEMBERS_SUBJECT, defaultCodec.encode(message));
+  }
+
+  private onAnnouncement(message: Announcement, reply: string | undefined): void {
+    if (this.left) return;
+    if (message.k === 'query') {
+      if (typeof message.reply === 'string' || reply) {
+        const here: Announcement = { k: 'here', n: this.name, id: this.id, inst: this.inst, t: this.joinedAt };
+        this.transport.publish(message.reply ?? reply!, defaultCodec.encode(here));
+      }
+      return;
+    }
+    if (typeof message.n !== 'string' || typeof message.inst !== 'string' || typeof message.id !== 'number') return;
+    if (message.k === 'bye') {
+      this.remove(message.n, message.inst, 'left');
+      return;
+    }
+    if (message.k === 'hello' && message.inst !== this.inst && message.n !== this.name) {
+      this.control.send(message.n, { k: 'here', n: this.name, id: this.id, inst: this.inst, t: this.joinedAt });
+    }
+    this.observe(message);
+  }
+
+  private observe(message: Announcement): void {
+    if (message.n === this.name && message.inst !== this.inst) {
+      // Two instances claim one name: the greater instance id gives up. The
+      // lesser one says hello again, in case the other subscribed too late to
+      // hear its first one.
+      if (this.inst > message.inst && !this.heartbeat) {
+        this.conflict = new DuplicateWorkerError(`worker name '${this.name}' was claimed by another worker at the same time: choose another name`);
+      } else if (this.inst < message.inst && !this.rivals.has(message.inst)) {
+        this.rivals.add(message.inst);
+        this.announce('hello');
+      }
+      return;
+    }
+    if (message.n === this.name) return;
+    this.touch(message.n, message.inst, message.id, message.t);
+    if (this.worldSize === undefined && this.heartbeat && message.id === this.id && this.id >= 0) {
+      // Two dynamic workers picked one id: the later joiner moves.
+      if (message.t < this.joinedAt || (message.t === this.joinedAt && message.inst < this.inst)) {
+        this.id = this.nextFreeId();
+        this.touch(this.name, this.inst, this.id, this.joinedAt);
+        this.announce('hb');
+      }
+    }
+    this.resolveStaticIds();
+  }
+
+  private touch(name: string, inst: string, id: number, joinedAt: number): void {
+    const existing = this.members.get(name);
+    // A static worker numbered by name announces -1 until it has counted everyone.
+    if (id < 0 && existing && existing.inst === inst && existing.info.id >= 0) id = existing.info.id;
+    this.departed.delete(name);
+    if (existing && existing.inst === inst && existing.info.id === id) {
+      existing.lastSeen = Date.now();
+      return;
+    }
+    this.members.set(name, { info: { name, id }, inst, joinedAt, lastSeen: Date.now() });
+    this.publishView();
+  }
+
+  private remove(name: string, inst: string | undefined, reason: Departure['reason']): void {
+    const member = this.members.get(name);
+    if (!member || name === this.name || (inst !== undefined && member.inst !== inst)) return;
+    this.members.delete(name);
+    this.departed.set(name, reason);
+    this.publishView();
+    this.gone$.next({ name, reason });
+  }
+
+  private nextFreeId(): number {
+    let max = -1;
+    for (const [name, member] of this.members) if (name !== this.name) max = Math.max(max, member.info.id);
+    return max + 1;
+  }
+
+  /** A static group without explicit ranks numbers its workers by name once complete. */
+  private resolveStaticIds(): void {
+    if (this.worldSize === undefined || this.id >= 0 || this.members.size < this.worldSize) return;
+    const names = [...this.members.keys()].sort();
+    this.id = names.indexOf(this.name);
+    if (this.id >= this.worldSize) {
+      throw new InvalidArgumentError(`more than worldSize=${this.worldSize} workers joined this namespace`);
+    }
+    this.touch(this.name, this.inst, this.id, this.joinedAt);
+    if (this.heartbeat) this.announce('hb');
+    for (const [name, member] of this.members) {
+      if (member.info.id < 0) member.info = { name, id: names.indexOf(name) };
+    }
+    this.publishView();
+  }
+
+  private tick(): void {
+    if (this.left) return;
+    const now = Date.now();
+    const stalled = now - this.lastTick > 2 * this.timing.heartbeatMs;
+    this.lastTick = now;
+    try {
+      this.announce('hb');
+    } catch {
+      return;
+    }
+    if (!this.connected) return;
+    if (stalled) {
+      // This worker's own event loop was blocked: the others' silence may be ours.
+      for (const member of this.members.values()) member.lastSeen = now;
+      return;
+    }
+    for (const [name, member] of this.members) {
+      if (name !== this.name && now - member.lastSeen > this.timing.failureTimeoutMs) this.remove(name, member.inst, 'failed');
+    }
+  }
+
+  private onStatus(status: string): void {
+    const wasConnected = this.connected;
+    this.connected = status === 'connected';
+    if (this.connected && !wasConnected) {
+      // Silence while this worker was cut off says nothing about the others.
+      const now = Date.now();
+      for (const member of this.members.values()) member.lastSeen = now;
+      this.announce('hb');
+    }
+  }
+
+  private publishView(): void {
+    if (this.left) return;
+    const list = [...this.members.values()]
+      .map((m) => m.info)
+      .sort((a, b) => a.id - b.id || (a.name < b.name ? -1 : 1));
+    this.membership$.next(list);
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * Options of `initRpc`, and how missing ones are read from the environment
+ * (`TENSORBUS_NAME`, `TENSORBUS_RANK`, `TENSORBUS_WORLD_SIZE`, `NATS_URL`,
+ * `TENSORBUS_NAMESPACE`), as the `tensorbus launch` command sets them.
+ * @module
+ */
+import { InvalidArgumentError, localTransport, type Transport } from '@tensorbus/core';
+import { natsTransport } from '@tensorbus/nats-transport';
+import { validateWorkerName } from '../worker-info.js';
+import type { MembershipTiming } from './membership.js';
+
+/** Options of `initRpc` [init_rpc]. */
+export interface InitRpcOptions extends Partial<MembershipTiming> {
+  /** Unique worker name in the namespace; default `TENSORBUS_NAME`. */
+  name?: string;
+  /** A Transport or a promise of one; default NATS at `NATS_URL` when set, else `localTransport()`. */
+  transport?: Transport | Promise<Transport>;
+  /** Static group size; default `TENSORBUS_WORLD_SIZE`. Without it the group is dynamic. */
+  worldSize?: number;
+  /** Rank in a static group; default `TENSORBUS_RANK`. */
+  rank?: number;
+  /** Default timeout of calls, ms; 0 = none. Default 60,000. */
+  rpcTimeoutMs?: number;
+  /** How long a static group may take to form, ms; 0 = forever. Default 120,000. */
+  initTimeoutMs?: number;
+}
+
+/** Options with defaults and environment applied. */
+export interface ResolvedOptions extends MembershipTiming {
+  name: string;
+  transport: Promise<Transport>;
+  worldSize: number | undefined;
+  rank: number | undefined;
+  rpcTimeoutMs: number;
+  initTimeoutMs: number;
+}
+
+function envInt(key: string): number | undefined {
+  const value = process.env[key];
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${key}=${value} is not a non-negative integer`);
+  return n;
+}
+
+function checkCount(label: string, value: number | undefined, min: number): void {
+  if (value !== undefined && (!Number.isInteger(value) || value < min)) {
+    throw new InvalidArgumentError(`${label} must be an integer >= ${min}, got ${value}`);
+  }
+}
+
+/** Applies defaults and the environment; throws InvalidArgumentError on bad values. */
+export function resolveOptions(options: InitRpcOptions): ResolvedOptions {
+  const name = options.name ?? process.env.TENSORBUS_NAME;
+  validateWorkerName(name);
+  const worldSize = options.worldSize ?? envInt('TENSORBUS_WORLD_SIZE');
+  const rank = options.rank ?? envInt('TENSORBUS_RANK');
+  checkCount('worldSize', worldSize, 1);
+  checkCount('rank', rank, 0);
+  if (rank !== undefined && worldSize !== undefined && rank >= worldSize) {
+    throw new InvalidArgumentError(`rank ${rank} is not below worldSize ${worldSize}`);
+  }
+  const timing = {
+    heartbeatMs: options.heartbeatMs ?? 500,
+    failureTimeoutMs: options.failureTimeoutMs ?? 3_000,
+    joinSettleMs: options.joinSettleMs ?? 50,
+  };
+  checkCount('rpcTimeoutMs', options.rpcTimeoutMs, 0);
+  checkCount('heartbeatMs', timing.heartbeatMs, 1);
+  checkCount('failureTimeoutMs', timing.failureTimeoutMs, 1);
+  const transport = Promise.resolve(
+    options.transport ??
+      (process.env.NATS_URL
+        ? natsTransport({ servers: process.env.NATS_URL.split(','), namespace: process.env.TENSORBUS_NAMESPACE, name })
+        : localTransport()),
+  );
+  return {
+    name,
+    transport,
+    worldSize,
+    rank: worldSize === undefined ? undefined : rank,
+    rpcTimeoutMs: options.rpcTimeoutMs ?? 60_000,
+    initTimeoutMs: options.initTimeoutMs ?? 120_000,
+    ...timing,
+  };
+}

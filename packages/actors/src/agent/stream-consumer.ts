@@ -1,0 +1,111 @@
+/**
+ * The caller's side of streams: a cold Observable per `rpcStream` call that
+ * opens the stream on subscribe, grants credit as items are delivered, and
+ * cancels the producer on unsubscribe.
+ * @module
+ */
+import { Observable } from 'rxjs';
+import { defaultCodec, SerializationError, WorkerUnavailableError, type Transport } from '@tensorbus/core';
+import { errorFromWire, type WireError } from '@tensorbus/core/internal';
+import type { CallMeta } from './call-context.js';
+import type { CallClient, CallOptions } from './call-client.js';
+import type { ControlChannel } from './control.js';
+import { DEFAULT_STREAM_CREDIT, END, FAIL, ITEM } from './stream-protocol.js';
+import { streamSubject } from './subjects.js';
+
+/** Options of `rpcStream`. */
+export interface StreamOptions extends CallOptions {
+  /** Items the producer may send ahead of the subscriber. Default 16. */
+  credit?: number;
+}
+
+/** Opens streams from this worker and fails them when their producer goes away. */
+export class StreamConsumers {
+  private nextId = 0;
+  private readonly byProducer = new Map<string, Set<(error: Error) => void>>();
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly self: string,
+    private readonly agent: unknown,
+    private readonly calls: CallClient,
+    private readonly control: ControlChannel,
+  ) {}
+
+  /** A cold Observable of the items `fn(args)` yields on `to`. */
+  open<T>(to: string, fn: string, args: unknown[], meta: () => CallMeta, options: StreamOptions = {}): Observable<T> {
+    return new Observable<T>((subscriber) => {
+      const id = ++this.nextId;
+      const credit = Math.max(1, Math.floor(options.credit ?? DEFAULT_STREAM_CREDIT));
+      const subject = streamSubject(this.self, id);
+      let expected = 0;
+      let consumed = 0;
+      let finished = false;
+      const finish = () => {
+        finished = true;
+        subscription.unsubscribe();
+        failers!.delete(fail);
+      };
+      const fail = (error: Error) => {
+        if (finished) return;
+        finish();
+        subscriber.error(error);
+      };
+      let failers = this.byProducer.get(to);
+      if (!failers) this.byProducer.set(to, (failers = new Set()));
+      failers.add(fail);
+      const subscription = this.transport.subscribe(subject, (message) => {
+        if (finished) return;
+        let frame: unknown[];
+        try {
+          frame = defaultCodec.decode(message.data, { agent: this.agent, peer: to }) as unknown[];
+          if (!Array.isArray(frame) || frame[1] !== expected) throw new SerializationError(`stream item ${expected} was lost or reordered`);
+        } catch (error) {
+          this.control.send(to, { k: 'scancel', caller: this.self, id });
+          fail(error instanceof Error ? error : new SerializationError(String(error)));
+          return;
+        }
+        expected++;
+        if (frame[0] === ITEM) {
+          subscriber.next(frame[2] as T);
+          if (++consumed >= Math.ceil(credit / 2) && !finished) {
+            this.control.send(to, { k: 'scredit', caller: this.self, id, n: consumed });
+            consumed = 0;
+          }
+        } else if (frame[0] === END) {
+          finish();
+          subscriber.complete();
+        } else if (frame[0] === FAIL) {
+          fail(errorFromWire(frame[2] as WireError));
+        }
+      });
+      this.calls
+        .openStream(to, fn, args, meta(), { id, subject, credit }, options)
+        .catch((error: Error) => fail(error));
+      return () => {
+        if (!finished) {
+          finish();
+          try {
+            this.control.send(to, { k: 'scancel', caller: this.self, id });
+          } catch {
+            // The bus is closed: the producer stops when it sees this worker gone.
+          }
+        }
+      };
+    });
+  }
+
+  /** Fails the streams produced by `worker`. */
+  producerGone(worker: string, reason: string): void {
+    for (const fail of [...(this.byProducer.get(worker) ?? [])]) {
+      fail(new WorkerUnavailableError(`worker '${worker}' ${reason} while streaming`));
+    }
+    this.byProducer.delete(worker);
+  }
+
+  /** Fails every open stream with `error`. */
+  failAll(error: Error): void {
+    for (const failers of this.byProducer.values()) for (const fail of [...failers]) fail(error);
+    this.byProducer.clear();
+  }
+}

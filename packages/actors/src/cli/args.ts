@@ -1,0 +1,81 @@
+/**
+ * Parsing of the `tensorbus` command's arguments.
+ * @module
+ */
+
+/** Options of `tensorbus launch`. */
+export interface LaunchArgs {
+  command: 'launch';
+  count: number;
+  names: string[];
+  namespace: string | undefined;
+  script: string;
+  scriptArgs: string[];
+}
+
+/** Options of `tensorbus status`. */
+export interface StatusArgs {
+  command: 'status';
+  server: string | undefined;
+  namespace: string | undefined;
+  waitMs: number;
+}
+
+export type CliArgs = LaunchArgs | StatusArgs | { command: 'help' };
+
+export const USAGE = `usage:
+  tensorbus launch -n N [--names a,b,...] [--namespace NS] script.js [args...]
+      Starts N processes of script.js with TENSORBUS_NAME, TENSORBUS_RANK,
+      TENSORBUS_WORLD_SIZE and NATS_URL set. Starts an embedded nats-server
+      when NATS_URL is not set. Exits non-zero, stopping the rest, when one fails.
+  tensorbus status [--server URL] [--namespace NS] [--wait MS]
+      Lists the workers of a namespace (server: NATS_URL by default).`;
+
+/** Parses `argv` (without node and the script); throws Error with a usage hint on bad input. */
+export function parseArgs(argv: string[]): CliArgs {
+  const [command, ...rest] = argv;
+  if (command === 'launch') return parseLaunch(rest);
+  if (command === 'status') return parseStatus(rest);
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') return { command: 'help' };
+  throw new Error(`unknown command '${command}'\n${USAGE}`);
+}
+
+function take(rest: string[], i: number, flag: string): string {
+  const value = rest[i + 1];
+  if (value === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
+  return value;
+}
+
+function parseLaunch(rest: string[]): LaunchArgs {
+  let count: number | undefined;
+  let names: string[] | undefined;
+  let namespace: string | undefined;
+  let i = 0;
+  for (; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === '-n' || arg === '--nproc') count = Number(take(rest, i++, arg));
+    else if (arg === '--names') names = take(rest, i++, arg).split(',').filter(Boolean);
+    else if (arg === '--namespace') namespace = take(rest, i++, arg);
+    else if (arg.startsWith('-')) throw new Error(`unknown option '${arg}'\n${USAGE}`);
+    else break;
+  }
+  const script = rest[i];
+  if (!script) throw new Error(`launch needs a script\n${USAGE}`);
+  count ??= names?.length ?? 1;
+  if (!Number.isInteger(count) || count < 1) throw new Error(`-n must be a positive integer\n${USAGE}`);
+  names ??= Array.from({ length: count }, (_, k) => `worker${k}`);
+  if (names.length !== count) throw new Error(`--names lists ${names.length} names for -n ${count}`);
+  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1) };
+}
+
+function parseStatus(rest: string[]): StatusArgs {
+  const out: StatusArgs = { command: 'status', server: process.env.NATS_URL, namespace: process.env.TENSORBUS_NAMESPACE, waitMs: 500 };
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === '--server' || arg === '-s') out.server = take(rest, i++, arg);
+    else if (arg === '--namespace') out.namespace = take(rest, i++, arg);
+    else if (arg === '--wait') out.waitMs = Number(take(rest, i++, arg));
+    else throw new Error(`unknown option '${arg}'\n${USAGE}`);
+  }
+  return out;
+}

@@ -1,0 +1,18 @@
+/**
+ * @tensorbus/actors: workers as named actors on a bus, calls, streams,
+ * membership and shutdown [torch.distributed.rpc].
+ * @module
+ */
+
+// Workers
+export { initRpc, currentAgent } from './init.js';
+export { RpcAgent } from './agent/rpc-agent.js';
+export type { WorkerRef, ShutdownOptions, RemoteResult, RemoteArgs } from './agent/rpc-agent.js';
+export type { InitRpcOptions } from './agent/options.js';
+export type { WorkerInfo } from './worker-info.js';
+
+// Calls
+export { remoteFunction, remoteClass } from './registry/functions.js';
+export type { RemoteFunction, RemoteClass, Callable } from './registry/functions.js';
+export type { CallOptions } from './agent/call-client.js';
+export type { StreamOptions } from './agent/stream-consumer.js';

@@ -1,0 +1,49 @@
+/**
+ * `initRpc` [init_rpc] and `currentAgent`.
+ * @module
+ */
+import { InvalidArgumentError, ShutdownError } from '@tensorbus/core';
+import { callScope } from './agent/call-context.js';
+import { resolveOptions, type InitRpcOptions } from './agent/options.js';
+import { RpcAgent } from './agent/rpc-agent.js';
+
+const running = new Set<RpcAgent>();
+
+/**
+ * Starts a worker: connects its transport, claims its name, joins the group
+ * and, in a static group (`worldSize`), resolves once all have joined.
+ *
+ * @example
+ * ```ts
+ * const agent = await initRpc({ name: 'trainer0', transport: natsTransport({ servers: url }), worldSize: 3, rank: 0 });
+ * ```
+ */
+export async function initRpc(options: InitRpcOptions = {}): Promise<RpcAgent> {
+  const resolved = resolveOptions(options);
+  const transport = await resolved.transport;
+  const agent = new RpcAgent(transport, resolved);
+  try {
+    await agent.start();
+  } catch (error) {
+    await agent.shutdown({ graceful: false }).catch(() => undefined);
+    throw error;
+  }
+  running.add(agent);
+  agent.whenStopped(() => running.delete(agent));
+  return agent;
+}
+
+/**
+ * The agent running the current remote call; outside any call, the process's
+ * agent when exactly one is running.
+ * @throws ShutdownError when no agent is running.
+ */
+export function currentAgent(): RpcAgent {
+  const scope = callScope.getStore();
+  if (scope && (scope.agent as RpcAgent).running) return scope.agent as RpcAgent;
+  if (running.size === 1) return running.values().next().value as RpcAgent;
+  if (running.size === 0) throw new ShutdownError('no RPC agent is running: call initRpc() first');
+  throw new InvalidArgumentError(
+    `${running.size} RPC agents run in this process: call currentAgent() inside a remote call, or use the agent initRpc() returned`,
+  );
+}

@@ -1,0 +1,118 @@
+/**
+ * The registries of callable functions and classes, keyed by name. A worker
+ * can only run what its own code base registered (or a TensorFlow.js op):
+ * nothing from the wire is ever evaluated.
+ * @module
+ */
+import { InvalidArgumentError, UnknownFunctionError } from '@tensorbus/core';
+import { tfOpByName, tfOpName } from './tf-builtins.js';
+
+/** A function registered for remote calls, still callable locally. */
+export type RemoteFunction<A extends unknown[] = unknown[], R = unknown> = ((...args: A) => R) & {
+  /** The name callers use on the wire. */
+  readonly remoteName: string;
+};
+
+/** A class registered for remote construction; `new` still works locally. */
+export type RemoteClass<A extends unknown[] = unknown[], T = unknown> = (new (...args: A) => T) & {
+  readonly remoteName: string;
+};
+
+/** What a caller may name as the function to run. */
+export type Callable<A extends unknown[] = unknown[], R = unknown> =
+  | RemoteFunction<A, R>
+  | RemoteClass<A, R>
+  | ((...args: A) => R)
+  | string;
+
+/** A resolved entry: run it with `args`. */
+export interface RegistryEntry {
+  name: string;
+  kind: 'function' | 'class' | 'tfop';
+  invoke(args: unknown[]): unknown;
+}
+
+const entries = new Map<string, RegistryEntry>();
+
+function register(entry: RegistryEntry, target: object): void {
+  const existing = entries.get(entry.name);
+  if (existing && (existing as { target?: object }).target !== target) {
+    process.emitWarning(`tensorbus: '${entry.name}' was registered twice; the later definition wins`);
+  }
+  entries.set(entry.name, Object.assign(entry, { target }));
+}
+
+function checkName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || name.length === 0 || name.startsWith('tf.')) {
+    throw new InvalidArgumentError(`invalid remote name ${JSON.stringify(name)}: use a non-empty string not starting with 'tf.'`);
+  }
+}
+
+/**
+ * Registers `fn` under `name` for remote calls in every process that imports
+ * the defining module, and returns it marked with its name.
+ *
+ * @example
+ * ```ts
+ * export const add = remoteFunction('math.add', (a: tf.Tensor, b: tf.Tensor) => tf.add(a, b));
+ * const y = await agent.rpcSync('w1', add, [a, b]); // typed Promise<tf.Tensor>
+ * ```
+ */
+export function remoteFunction<A extends unknown[], R>(name: string, fn: (...args: A) => R): RemoteFunction<A, R> {
+  checkName(name);
+  if (typeof fn !== 'function') throw new InvalidArgumentError(`remoteFunction('${name}') needs a function`);
+  register({ name, kind: 'function', invoke: (args) => fn(...(args as A)) }, fn);
+  Object.defineProperty(fn, 'remoteName', { value: name, enumerable: false, configurable: true });
+  return fn as RemoteFunction<A, R>;
+}
+
+/**
+ * Registers a class under `name`: `remote(to, Class, args)` constructs an
+ * instance on the callee, and RRef proxies call its methods.
+ *
+ * @example
+ * ```ts
+ * export const Counter = remoteClass('Counter', class { n = 0; inc(k: number) { return (this.n += k); } });
+ * ```
+ */
+export function remoteClass<A extends unknown[], T>(name: string, Class: new (...args: A) => T): RemoteClass<A, T> {
+  checkName(name);
+  if (typeof Class !== 'function') throw new InvalidArgumentError(`remoteClass('${name}') needs a class`);
+  register({ name, kind: 'class', invoke: (args) => new Class(...(args as A)) }, Class);
+  Object.defineProperty(Class, 'remoteName', { value: name, enumerable: false, configurable: true });
+  return Class as RemoteClass<A, T>;
+}
+
+/** The wire name of what a caller passed as `fn`, or throws. */
+export function callableName(fn: unknown): string {
+  if (typeof fn === 'string') {
+    if (fn.length === 0) throw new InvalidArgumentError('the function name is empty');
+    return fn;
+  }
+  if (typeof fn === 'function') {
+    const remoteName = (fn as { remoteName?: unknown }).remoteName;
+    if (typeof remoteName === 'string') return remoteName;
+    const op = tfOpName(fn);
+    if (op) return op;
+    throw new InvalidArgumentError(
+      `function '${fn.name || '(anonymous)'}' is not registered: wrap it with remoteFunction(name, fn) or remoteClass(name, Class)`,
+    );
+  }
+  throw new InvalidArgumentError('fn must be a remoteFunction, a remoteClass, a TensorFlow.js op or a registered name');
+}
+
+/** Finds what `name` stands for on this worker, or throws {@link UnknownFunctionError}. */
+export function lookupCallable(name: string, worker: string): RegistryEntry {
+  const entry = entries.get(name);
+  if (entry) return entry;
+  const op = tfOpByName(name);
+  if (op) return { name, kind: 'tfop', invoke: (args) => op(...args) };
+  throw new UnknownFunctionError(
+    `worker '${worker}' has no function '${name}': register it with remoteFunction/remoteClass in a module that worker imports`,
+  );
+}
+
+/** True when `name` is a registered class. */
+export function isRegisteredClass(name: string): boolean {
+  return entries.get(name)?.kind === 'class';
+}

@@ -1,0 +1,47 @@
+/**
+ * Test helpers: groups of agents over one transport kind.
+ */
+import type { Transport } from '@tensorbus/core';
+import { transportKinds, type TransportKind } from '@tensorbus/nats-transport/testing';
+import { initRpc, type InitRpcOptions, type RpcAgent } from '../src/index.js';
+
+export { transportKinds, type TransportKind };
+
+let groups = 0;
+
+/** A fresh namespace on `kind`: agents made with it see each other and nobody else. */
+export function newGroup(kind: TransportKind): { transport: () => Promise<Transport>; namespace: string } {
+  const namespace = `g${process.pid}x${++groups}`;
+  return { namespace, transport: () => kind.create({ namespace }) };
+}
+
+/** Starts agents named `names` in one fresh group (dynamic unless worldSize is given). */
+export async function startGroup(kind: TransportKind, names: string[], options: Partial<InitRpcOptions> = {}): Promise<RpcAgent[]> {
+  const group = newGroup(kind);
+  return Promise.all(
+    names.map((name, rank) =>
+      initRpc({
+        name,
+        transport: group.transport(),
+        ...(options.worldSize !== undefined ? { rank } : {}),
+        heartbeatMs: 100,
+        failureTimeoutMs: 600,
+        ...options,
+      }),
+    ),
+  );
+}
+
+/** Shuts every agent down without waiting. */
+export async function stopAll(agents: RpcAgent[]): Promise<void> {
+  await Promise.all(agents.map((a) => a.shutdown({ graceful: false }).catch(() => undefined)));
+}
+
+/** Resolves once `predicate` holds, polling; rejects after `timeoutMs`. */
+export async function eventually(predicate: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

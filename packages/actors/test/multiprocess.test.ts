@@ -1,0 +1,127 @@
+import test from 'ava';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { RemoteError, tf, WorkerUnavailableError } from '@tensorbus/core';
+import { natsTransport } from '@tensorbus/nats-transport';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
+import { initRpc } from '../src/index.js';
+import { add, fail, sleep, whoAmI } from './fixtures/functions.js';
+import { pid, stop, tensorsHere } from './fixtures/worker.js';
+
+const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
+const cli = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+let namespaces = 0;
+
+function startWorker(env: Record<string, string>, args: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [workerScript, ...args], {
+    env: { ...process.env, TENSORBUS_QUIET: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${env.TENSORBUS_NAME}] ${d}`));
+  return child;
+}
+
+async function group(size: number, extra: string[] = []) {
+  const server = await sharedNatsServer();
+  const namespace = `mp${process.pid}x${++namespaces}`;
+  const env = { NATS_URL: server.url, TENSORBUS_NAMESPACE: namespace, TENSORBUS_WORLD_SIZE: String(size) };
+  const children = Array.from({ length: size - 1 }, (_, i) =>
+    startWorker({ ...env, TENSORBUS_NAME: `p${i + 1}`, TENSORBUS_RANK: String(i + 1) }, extra),
+  );
+  const agent = await initRpc({
+    name: 'p0',
+    rank: 0,
+    worldSize: size,
+    heartbeatMs: 200,
+    failureTimeoutMs: 1_000,
+    transport: natsTransport({ servers: server.url, namespace }),
+  });
+  return { agent, children, server, namespace };
+}
+
+test('nats processes - a static group of three OS processes calls across processes', async (t) => {
+  const { agent, children } = await group(3);
+  t.deepEqual(agent.workers().map((w) => w.name), ['p0', 'p1', 'p2']);
+  t.is(await agent.rpcSync('p1', whoAmI, []), 'p1');
+  t.is(await agent.rpcSync(2, whoAmI, []), 'p2');
+  t.not(await agent.rpcSync('p1', pid, []), process.pid);
+  const sum = await agent.rpcSync('p2', add, [tf.ones([3]), tf.ones([3])]);
+  t.deepEqual([...(await sum.data())], [2, 2, 2]);
+  const error = await t.throwsAsync(agent.rpcSync('p1', fail, ['across processes']), { instanceOf: RemoteError });
+  t.is(error!.worker, 'p1');
+  await Promise.all([agent.rpcSync('p1', stop, []), agent.rpcSync('p2', stop, [])]);
+  await agent.shutdown({ timeoutMs: 10_000 });
+  const codes = await Promise.all(children.map(async (c) => (c.exitCode ?? (await once(c, 'exit'))[0]) as number));
+  t.deepEqual(codes, [0, 0]);
+});
+
+test('nats processes - tensors return to baseline on both sides after 10,000 calls', async (t) => {
+  const { agent, children } = await group(2);
+  const x = tf.ones([8]);
+  const remoteBaseline = await agent.rpcSync('p1', tensorsHere, []);
+  const localBaseline = tf.memory().numTensors;
+  let sent = 0;
+  await Promise.all(Array.from({ length: 32 }, async () => {
+    while (sent++ < 10_000) (await agent.rpcSync('p1', add, [x, x])).dispose();
+  }));
+  t.is(tf.memory().numTensors, localBaseline);
+  t.is(await agent.rpcSync('p1', tensorsHere, []), remoteBaseline);
+  x.dispose();
+  await agent.rpcSync('p1', stop, []);
+  await agent.shutdown({ timeoutMs: 10_000 });
+  await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+});
+
+test('nats processes - a killed peer fails pending and new calls fast', async (t) => {
+  const { agent, children } = await group(2);
+  const pending = t.throwsAsync(agent.rpcSync('p1', sleep, [60_000], { timeoutMs: 0 }), { instanceOf: WorkerUnavailableError });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const killed = Date.now();
+  children[0]!.kill('SIGKILL');
+  const error = await pending;
+  const elapsed = Date.now() - killed;
+  t.true(elapsed < 3_000, `pending call failed ${elapsed} ms after the kill`);
+  t.regex(error!.message, /p1/);
+  await t.throwsAsync(async () => agent.rpcSync('p1', whoAmI, []), { instanceOf: WorkerUnavailableError });
+  await agent.shutdown({ timeoutMs: 2_000 });
+});
+
+function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
+  const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, TENSORBUS_QUIET: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d));
+  child.stderr.on('data', (d: Buffer) => (err += d));
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code: code ?? 1, out, err })));
+}
+
+test('launcher - starts N processes with names, ranks and an embedded server, prefixing their output', async (t) => {
+  const env = { NATS_URL: '' };
+  const { code, out } = await runCli(['launch', '-n', '3', workerScript, '--leave'], env);
+  t.is(code, 0);
+  for (let i = 0; i < 3; i++) {
+    t.regex(out, new RegExp(`\\[worker${i}\\] ready worker${i} ${i}`));
+    t.regex(out, new RegExp(`\\[worker${i}\\] left worker${i}`));
+  }
+});
+
+test('launcher - a failing worker stops the rest and the launcher exits non-zero', async (t) => {
+  const started = Date.now();
+  const server = await sharedNatsServer();
+  const { code, err } = await runCli(['launch', '-n', '2', '--namespace', `fail${process.pid}`, workerScript, '--exit-after', '1500', '7'], { NATS_URL: server.url });
+  t.is(code, 7);
+  t.regex(err, /exited with code 7/);
+  t.true(Date.now() - started < 15_000);
+});
+
+test('launcher - status lists the workers of a namespace', async (t) => {
+  const { agent, children, server, namespace } = await group(3);
+  const { code, out } = await runCli(['status', '--server', server.url, '--namespace', namespace]);
+  t.is(code, 0);
+  t.regex(out, /3 worker\(s\)/);
+  for (const name of ['p0', 'p1', 'p2']) t.regex(out, new RegExp(`\\b${name}\\b`));
+  await Promise.all([agent.rpcSync('p1', stop, []), agent.rpcSync('p2', stop, [])]);
+  await agent.shutdown({ timeoutMs: 10_000 });
+  await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+});

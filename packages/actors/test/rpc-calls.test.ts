@@ -1,0 +1,151 @@
+import test from 'ava';
+import { InvalidArgumentError, RemoteError, RpcFuture, RpcTimeoutError, SerializationError, tf, UnknownFunctionError } from '@tensorbus/core';
+import { addNumbers, add, callerOf, echo, fail, failAsync, hop, nested, returnsFunction, sleep, whoAmI } from './fixtures/functions.js';
+import { startGroup, stopAll, transportKinds } from './helpers.js';
+
+for (const kind of transportKinds()) {
+  const t = (title: string) => `${kind.name} - rpc - ${title}`;
+
+  test(t('calls itself, by name, rank and WorkerInfo'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b'], { worldSize: 2 });
+    const [a, b] = agents as [typeof agents[0], typeof agents[0]];
+    tt.is(await a.rpcSync('a', whoAmI, []), 'a');
+    tt.is(await a.rpcSync('b', whoAmI, []), 'b');
+    tt.is(await a.rpcSync(1, whoAmI, []), 'b');
+    tt.is(await a.rpcSync(b.self, whoAmI, []), 'b');
+    tt.is(await b.rpcSync(0, addNumbers, [2, 3]), 5);
+    tt.deepEqual(a.getWorkerInfo('b'), { name: 'b', id: 1 });
+    tt.deepEqual(a.workers().map((w) => w.name), ['a', 'b']);
+    await stopAll(agents);
+  });
+
+  test(t('tensors nested anywhere arrive with dtype, shape and values; ops run as builtins'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const [a] = agents;
+    const x = tf.tensor2d([[1, 2], [3, 4]]);
+    const y = tf.tensor2d([[10, 20], [30, 40]]);
+    const sum = await a!.rpcSync('b', add, [x, y]);
+    tt.deepEqual(sum.shape, [2, 2]);
+    tt.deepEqual([...(await sum.data())], [11, 22, 33, 44]);
+    const viaOp = await a!.rpcSync('b', tf.matMul, [x, y]);
+    tt.deepEqual([...(await viaOp.data())], [...(await tf.matMul(x, y).data())]);
+    const ints = (await a!.rpcSync('b', echo, [tf.tensor1d([1, 2, 3], 'int32')])) as tf.Tensor;
+    tt.is(ints.dtype, 'int32');
+    const out = await a!.rpcSync('b', nested, [{ list: [x, y], map: new Map([['k', tf.ones([2, 2])]]), deep: { t: tf.ones([2, 2]) } }]);
+    tt.deepEqual([...(await out.sum.data())], [13, 24, 35, 46]);
+    tt.deepEqual(out.keys, ['k']);
+    tt.deepEqual([...(await out.echo[0]!.data())], [1, 2, 3, 4]);
+    tt.false(x.isDisposed, 'the caller keeps its arguments');
+    await stopAll(agents);
+  });
+
+  test(t('a throwing function rejects with RemoteError naming the worker and the original error'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const error = await tt.throwsAsync(agents[0]!.rpcSync('b', fail, ['boom']), { instanceOf: RemoteError });
+    tt.is(error!.code, 'REMOTE_ERROR');
+    tt.is(error!.worker, 'b');
+    tt.is(error!.remoteName, 'RangeError');
+    tt.is(error!.remoteMessage, 'boom');
+    tt.is(error!.remoteCode, 'E_TEST');
+    tt.regex(error!.message, /'b'.*RangeError.*boom/);
+    tt.regex(error!.remoteStack ?? '', /functions/);
+    const asyncError = await tt.throwsAsync(agents[0]!.rpcSync('b', failAsync, ['later']), { instanceOf: RemoteError });
+    tt.is(asyncError!.remoteName, 'TypeError');
+    await stopAll(agents);
+  });
+
+  test(t('unknown functions, bad arguments and unencodable values fail with typed errors'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const [a] = agents;
+    const unknown = await tt.throwsAsync(a!.rpcSync('b', 'no.such.function', []), { instanceOf: UnknownFunctionError });
+    tt.regex(unknown!.message, /no\.such\.function/);
+    await tt.throwsAsync(a!.rpcSync('b', 'tf.setBackend', ['cpu']), { instanceOf: UnknownFunctionError });
+    await tt.throwsAsync(async () => a!.rpcSync('b', (() => 1) as never, []), { instanceOf: InvalidArgumentError });
+    await tt.throwsAsync(async () => a!.rpcSync('b', echo, [() => 1]), { instanceOf: SerializationError });
+    await tt.throwsAsync(a!.rpcSync('b', returnsFunction, []), { instanceOf: SerializationError });
+    await tt.throwsAsync(async () => a!.rpcSync('not a name!', echo, [1]), { instanceOf: InvalidArgumentError });
+    await tt.throwsAsync(async () => a!.rpcSync(7, echo, [1]), { code: 'WORKER_UNAVAILABLE' });
+    await tt.throwsAsync(a!.rpcSync('nobody', echo, [1]), { code: 'WORKER_UNAVAILABLE' });
+    tt.is(await a!.rpcSync('b', echo, ['still fine']), 'still fine');
+    await stopAll(agents);
+  });
+
+  test(t('timeouts: per call, agent default, 0 means none; AbortSignal cancels'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b'], { rpcTimeoutMs: 150 });
+    const [a] = agents;
+    const started = Date.now();
+    await tt.throwsAsync(a!.rpcSync('b', sleep, [1_000]), { instanceOf: RpcTimeoutError });
+    tt.true(Date.now() - started < 900);
+    await tt.throwsAsync(a!.rpcSync('b', sleep, [300], { timeoutMs: 50 }), { instanceOf: RpcTimeoutError });
+    tt.is(await a!.rpcSync('b', sleep, [300], { timeoutMs: 0 }), 300);
+    tt.is(await a!.rpcSync('b', sleep, [10], { timeoutMs: 1_000 }), 10);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 30);
+    await tt.throwsAsync(a!.rpcSync('b', sleep, [1_000], { signal: controller.signal, timeoutMs: 0 }), { name: 'AbortError' });
+    await tt.throwsAsync(a!.rpcSync('b', sleep, [1], { signal: AbortSignal.abort() }), { name: 'AbortError' });
+    await stopAll(agents);
+  });
+
+  test(t('rpcAsync futures: await, wait, done, observable, all rejecting early'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b', 'c']);
+    const [a] = agents;
+    const f = a!.rpcAsync('b', addNumbers, [1, 2]);
+    tt.false(f.done());
+    tt.is(await f, 3);
+    tt.true(f.done());
+    tt.is(await a!.rpcAsync('c', addNumbers, [2, 2]).wait(), 4);
+    const values: number[] = [];
+    await new Promise<void>((resolve) => a!.rpcAsync('c', addNumbers, [5, 5]).asObservable().subscribe({ next: (v) => values.push(v), complete: resolve }));
+    tt.deepEqual(values, [10]);
+    tt.deepEqual(await RpcFuture.all([a!.rpcAsync('b', addNumbers, [1, 1]), a!.rpcAsync('c', addNumbers, [2, 2])]), [2, 4]);
+    const started = Date.now();
+    const slow = a!.rpcAsync('b', sleep, [1_500]);
+    await tt.throwsAsync(RpcFuture.all([slow, a!.rpcAsync('c', fail, ['early'])]), { instanceOf: RemoteError });
+    tt.true(Date.now() - started < 1_000, 'all() rejects without waiting for the slow call');
+    await slow;
+    await stopAll(agents);
+  });
+
+  test(t('async functions do not block the callee, and 20-hop nested chains do not deadlock'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b', 'c']);
+    const [a] = agents;
+    const slow = a!.rpcAsync('b', sleep, [400, 'slow']);
+    const started = Date.now();
+    tt.is(await a!.rpcSync('b', addNumbers, [1, 1]), 2);
+    tt.true(Date.now() - started < 300, 'the callee served a second call while the first one waited');
+    tt.is(await slow, 'slow');
+    const path = await a!.rpcSync('a', hop, [['a', 'b', 'c'], 20]);
+    tt.is(path.length, 21);
+    tt.deepEqual(path.slice(0, 4), ['a', 'b', 'c', 'a']);
+    const selfPath = await a!.rpcSync('a', hop, [['a'], 20]);
+    tt.is(selfPath.length, 21);
+    await stopAll(agents);
+  });
+
+  test(t('currentAgent inside a call is the callee; the caller is visible to it'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    tt.deepEqual(await agents[0]!.rpcSync('b', callerOf, []), { name: 'b', id: agents[1]!.self.id });
+    await stopAll(agents);
+  });
+
+  test.serial(t('no tensor leaks on either side after 10,000 calls'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const [a] = agents;
+    const x = tf.ones([16]);
+    await a!.rpcSync('b', add, [x, x]).then((r) => r.dispose());
+    const baseline = tf.memory().numTensors;
+    const window = 64;
+    let sent = 0;
+    const worker = async () => {
+      while (sent < 10_000) {
+        sent++;
+        const r = await a!.rpcSync('b', add, [x, x]);
+        r.dispose();
+      }
+    };
+    await Promise.all(Array.from({ length: window }, worker));
+    tt.is(tf.memory().numTensors, baseline);
+    x.dispose();
+    await stopAll(agents);
+  });
+}

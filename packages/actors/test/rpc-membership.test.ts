@@ -1,0 +1,115 @@
+import test from 'ava';
+import { firstValueFrom, filter } from 'rxjs';
+import { DuplicateWorkerError, InvalidArgumentError, ShutdownError, WorkerUnavailableError } from '@tensorbus/core';
+import { initRpc, type WorkerInfo } from '../src/index.js';
+import { addNumbers, sleep } from './fixtures/functions.js';
+import { eventually, newGroup, startGroup, stopAll, transportKinds } from './helpers.js';
+
+for (const kind of transportKinds()) {
+  const t = (title: string) => `${kind.name} - membership - ${title}`;
+
+  test(t('invalid and duplicate names are refused'), async (tt) => {
+    const group = newGroup(kind);
+    await tt.throwsAsync(initRpc({ name: 'has space', transport: group.transport() }), { instanceOf: InvalidArgumentError });
+    await tt.throwsAsync(initRpc({ name: '', transport: group.transport() }), { instanceOf: InvalidArgumentError });
+    await tt.throwsAsync(initRpc({ name: 'x'.repeat(128), transport: group.transport() }), { instanceOf: InvalidArgumentError });
+    const a = await initRpc({ name: 'w', transport: group.transport() });
+    const error = await tt.throwsAsync(initRpc({ name: 'w', transport: group.transport() }), { instanceOf: DuplicateWorkerError });
+    tt.is(error!.code, 'DUPLICATE_WORKER');
+    tt.is(await a.rpcSync('w', addNumbers, [1, 1]), 2, 'the first worker is unaffected');
+    await a.shutdown();
+  });
+
+  test(t('two workers claiming one name at once: exactly one wins'), async (tt) => {
+    const group = newGroup(kind);
+    const results = await Promise.allSettled([
+      initRpc({ name: 'same', transport: group.transport() }),
+      initRpc({ name: 'same', transport: group.transport() }),
+    ]);
+    const won = results.filter((r) => r.status === 'fulfilled');
+    tt.is(won.length, 1);
+    const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+    tt.true(lost.reason instanceof DuplicateWorkerError);
+    await (won[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof initRpc>>>).value.shutdown();
+  });
+
+  test(t('static group: initRpc resolves once all joined, ranks 0..n-1'), async (tt) => {
+    const group = newGroup(kind);
+    const first = initRpc({ name: 'r2', rank: 2, worldSize: 3, transport: group.transport() });
+    let resolved = false;
+    void first.then(() => (resolved = true));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    tt.false(resolved, 'waits for the others');
+    const rest = await Promise.all([
+      initRpc({ name: 'r0', rank: 0, worldSize: 3, transport: group.transport() }),
+      initRpc({ name: 'r1', rank: 1, worldSize: 3, transport: group.transport() }),
+    ]);
+    const agents = [await first, ...rest];
+    for (const agent of agents) tt.deepEqual(agent.workers(), [{ name: 'r0', id: 0 }, { name: 'r1', id: 1 }, { name: 'r2', id: 2 }]);
+    await Promise.all(agents.map((a) => a.shutdown()));
+  });
+
+  test(t('static group without ranks numbers workers by name'), async (tt) => {
+    const group = newGroup(kind);
+    const agents = await Promise.all(['c', 'a', 'b'].map((name) => initRpc({ name, worldSize: 3, transport: group.transport() })));
+    tt.deepEqual(agents.map((a) => a.self.id), [2, 0, 1]);
+    tt.is(await agents[1]!.rpcSync(2, addNumbers, [1, 2]), 3);
+    await Promise.all(agents.map((a) => a.shutdown()));
+  });
+
+  test(t('dynamic group: membership$ follows joins and leaves, ids are unique'), async (tt) => {
+    const group = newGroup(kind);
+    const a = await initRpc({ name: 'a', transport: group.transport() });
+    const views: WorkerInfo[][] = [];
+    a.membership$.subscribe((list) => views.push(list));
+    const b = await initRpc({ name: 'b', transport: group.transport() });
+    const c = await initRpc({ name: 'c', transport: group.transport() });
+    await eventually(() => a.workers().length === 3);
+    const ids = new Set(a.workers().map((w) => w.id));
+    tt.is(ids.size, 3);
+    tt.deepEqual(c.workers().map((w) => w.name).sort(), ['a', 'b', 'c']);
+    await b.shutdown();
+    await eventually(() => a.workers().length === 2);
+    tt.deepEqual(a.workers().map((w) => w.name), ['a', 'c']);
+    tt.true(views.some((v) => v.length === 3));
+    await tt.throwsAsync(async () => a.rpcSync('b', addNumbers, [1, 1]), { instanceOf: WorkerUnavailableError });
+    tt.throws(() => a.getWorkerInfo('b'), { instanceOf: WorkerUnavailableError });
+    await stopAll([a, c]);
+  });
+
+  test(t('a worker that stops answering is declared gone; pending and new calls fail fast'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b'], { heartbeatMs: 100, failureTimeoutMs: 500 });
+    const [a, b] = agents;
+    const pending = tt.throwsAsync(a!.rpcSync('b', sleep, [30_000], { timeoutMs: 0 }), { instanceOf: WorkerUnavailableError });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const cut = Date.now();
+    // Silence b without a goodbye: its heartbeats stop, as when its process dies.
+    (b as unknown as { membership: { leave(): void; announce(k: string): void } }).membership.announce = () => undefined;
+    clearInterval((b as unknown as { membership: { heartbeat: NodeJS.Timeout } }).membership.heartbeat);
+    const error = await pending;
+    const elapsed = Date.now() - cut;
+    tt.true(elapsed < 2_000, `declared gone after ${elapsed} ms`);
+    tt.regex(error!.message, /'b'/);
+    await tt.throwsAsync(async () => a!.rpcSync('b', addNumbers, [1, 1]), { instanceOf: WorkerUnavailableError });
+    await stopAll(agents);
+  });
+
+  test(t('calls after shutdown reject with ShutdownError; initRpc again with the same name works'), async (tt) => {
+    const group = newGroup(kind);
+    const a = await initRpc({ name: 'again', transport: group.transport() });
+    await a.shutdown();
+    const error = await tt.throwsAsync(async () => a.rpcSync('again', addNumbers, [1, 1]), { instanceOf: ShutdownError });
+    tt.is(error!.code, 'SHUTDOWN');
+    tt.throws(() => a.rpcStream('again', addNumbers, []), { instanceOf: ShutdownError });
+    const b = await initRpc({ name: 'again', transport: group.transport() });
+    tt.is(await b.rpcSync('again', addNumbers, [2, 2]), 4);
+    await b.shutdown();
+  });
+
+  test(t('membership$ emits the current list to late subscribers'), async (tt) => {
+    const agents = await startGroup(kind, ['m1', 'm2']);
+    const list = await firstValueFrom(agents[0]!.membership$.pipe(filter((l) => l.length === 2)));
+    tt.deepEqual(list.map((w) => w.name).sort(), ['m1', 'm2']);
+    await stopAll(agents);
+  });
+}

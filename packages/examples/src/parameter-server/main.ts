@@ -1,0 +1,104 @@
+/**
+ * The parameter-server example (the demo): `ps` holds a classifier and
+ * applies batched updates; `trainer1..N` compute gradients on their shards of
+ * the iris data. Run through the launcher:
+ *
+ *   tensorbus launch -n 5 --names ps,trainer1,trainer2,trainer3,trainer4 main.js [--epochs 60]
+ *
+ * The server prints progress each epoch with held-out accuracy, writes the
+ * curves to `out/parameter-server.svg` (and `.json`) and the final accuracy.
+ * @module
+ */
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tf, tensorBackend } from '@tensorbus/core';
+import { initRpc, type RpcAgent } from '@tensorbus/actors';
+import type * as TfNamespace from '@tensorflow/tfjs';
+import { progressBar } from '../common/progress.js';
+import { writeChart } from '../common/svg-chart.js';
+import { loadIris, shard } from './data.js';
+import { evaluate, gradients } from './model.js';
+import { fetchParams, hostParameterServer, pushGradients } from './server.js';
+
+interface Settings {
+  epochs: number;
+  batchSize: number;
+  learningRate: number;
+  out: string;
+}
+
+function settings(argv: string[]): Settings {
+  const value = (flag: string, fallback: string) => {
+    const i = argv.indexOf(flag);
+    return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
+  };
+  return {
+    epochs: Number(value('--epochs', '60')),
+    batchSize: Number(value('--batch-size', '8')),
+    learningRate: Number(value('--lr', '0.02')),
+    out: resolve(value('--out', 'out')),
+  };
+}
+
+async function runServer(agent: RpcAgent, s: Settings): Promise<void> {
+  const data = loadIris();
+  const trainers = agent.workers().length - 1;
+  const stepsPerEpoch = Math.ceil(Math.ceil(data.train.labels.length / trainers) / s.batchSize);
+  const curve: Array<{ epoch: number; trainLoss: number; testLoss: number; testAccuracy: number }> = [];
+  const started = Date.now();
+  console.log(`parameter server on '${agent.self.name}': ${trainers} trainers, ${s.epochs} epochs of ${stepsPerEpoch} batched updates, TensorFlow.js backend ${tensorBackend()}`);
+  const report = (epoch: number) => {
+    const train = evaluate(ps.params, data.train.features, data.train.labels);
+    const test = evaluate(ps.params, data.test.features, data.test.labels);
+    curve.push({ epoch, trainLoss: train.loss, testLoss: test.loss, testAccuracy: test.accuracy });
+    console.log(`epoch ${String(epoch).padStart(3)}/${s.epochs} ${progressBar(epoch, s.epochs)}  train loss ${train.loss.toFixed(3)}  test accuracy ${(100 * test.accuracy).toFixed(1)}%`);
+  };
+  const ps = hostParameterServer(trainers, s.learningRate, (step) => {
+    if (step % stepsPerEpoch === 0) report(step / stepsPerEpoch);
+  });
+  report(0);
+  await agent.shutdown({ timeoutMs: 0 });
+  mkdirSync(s.out, { recursive: true });
+  const final = curve[curve.length - 1]!;
+  writeFileSync(join(s.out, 'parameter-server.json'), JSON.stringify({ trainers, epochs: s.epochs, seconds: (Date.now() - started) / 1000, curve }, null, 2));
+  const chart = writeChart(join(s.out, 'parameter-server.svg'), {
+    title: `Parameter server, ${trainers} trainers, batched updates (iris)`,
+    xLabel: 'epoch',
+    yLabel: 'cross-entropy',
+    yRightLabel: 'test accuracy',
+    series: [
+      { label: 'train loss', points: curve.map((c) => [c.epoch, c.trainLoss]) },
+      { label: 'test loss', points: curve.map((c) => [c.epoch, c.testLoss]) },
+      { label: 'test accuracy', points: curve.map((c) => [c.epoch, c.testAccuracy]), right: true },
+    ],
+  });
+  console.log(`final test accuracy ${(100 * final.testAccuracy).toFixed(1)}% after ${s.epochs} epochs in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(`plot written to ${chart}`);
+}
+
+async function runTrainer(agent: RpcAgent, s: Settings): Promise<void> {
+  const data = loadIris();
+  const trainers = agent.workers().length - 1;
+  const mine = shard(data.train, agent.self.id - 1, trainers);
+  const stepsPerEpoch = Math.ceil(Math.ceil(data.train.labels.length / trainers) / s.batchSize);
+  let params: TfNamespace.Tensor[] = await agent.rpcSync('ps', fetchParams, []);
+  for (let epoch = 0; epoch < s.epochs; epoch++) {
+    for (let step = 0; step < stepsPerEpoch; step++) {
+      const from = (step * s.batchSize) % mine.labels.length;
+      const rows = Array.from({ length: s.batchSize }, (_, k) => (from + k) % mine.labels.length);
+      const x = tf.tensor2d(rows.map((r) => mine.features[r]!));
+      const y = tf.tensor1d(rows.map((r) => mine.labels[r]!), 'int32');
+      const grads = gradients(params, x, y);
+      tf.dispose([x, y, ...params]);
+      params = await agent.rpcSync('ps', pushGradients, [grads]);
+      tf.dispose(grads);
+    }
+  }
+  tf.dispose(params);
+  await agent.shutdown({ timeoutMs: 0 });
+}
+
+const s = settings(process.argv.slice(2));
+const agent = await initRpc();
+if (agent.self.name === 'ps') await runServer(agent, s);
+else await runTrainer(agent, s);
