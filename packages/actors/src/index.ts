@@ -11,6 +11,11 @@ export type { WorkerRef, ShutdownOptions, RemoteResult, RemoteArgs } from './age
 export type { InitRpcOptions } from './agent/options.js';
 export type { WorkerInfo } from './worker-info.js';
 
+// Remote references
+export { RRef } from './rref/rref.js';
+export type { SyncProxy, AsyncProxy, RemoteProxy } from './rref/rref.js';
+export type { RRefStats } from './rref/rref-manager.js';
+
 // Calls
 export { remoteFunction, remoteClass } from './registry/functions.js';
 export type { RemoteFunction, RemoteClass, Callable } from './registry/functions.js';

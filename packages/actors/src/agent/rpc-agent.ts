@@ -23,6 +23,9 @@ import type { ResolvedOptions } from './options.js';
 import { staticBarrier, type ShutdownStatus } from './shutdown.js';
 import { StreamConsumers, type StreamOptions } from './stream-consumer.js';
 import { StreamProducers } from './stream-producer.js';
+import { RRefManager, type RRefStats } from '../rref/rref-manager.js';
+import type { RRef } from '../rref/rref.js';
+import '../rref/rref-codec.js';
 
 /** Where a call goes: a worker name, a rank/id, or a WorkerInfo. */
 export type WorkerRef = string | number | WorkerInfo;
@@ -61,6 +64,7 @@ export class RpcAgent {
   /** @internal */ readonly producers: StreamProducers;
   /** @internal */ readonly consumers: StreamConsumers;
   /** @internal */ readonly metaContributors: MetaContributor[] = [];
+  /** @internal */ readonly rrefs: RRefManager;
   private state: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
   private shutdownRequested = false;
   private readonly onStopped: Array<() => void> = [];
@@ -75,6 +79,7 @@ export class RpcAgent {
     this.server = new CallServer(transport, name, this, (request, produce) => this.producers.start(request, produce));
     this.membership = new Membership(transport, this.control, name, options, options.worldSize, options.rank);
     this.control.on('sdstatus', () => this.shutdownStatus());
+    this.rrefs = new RRefManager(this);
     this.membership.gone$.subscribe(({ name: gone, reason }) => {
       const why = reason === 'left' ? 'left the group' : `stopped answering (no heartbeat for ${this.options.failureTimeoutMs} ms)`;
       this.calls.failAll(gone, new WorkerUnavailableError(`worker '${gone}' ${why}`));
@@ -142,6 +147,36 @@ export class RpcAgent {
   }
 
   /**
+   * Runs `fn(...args)` on `to`, keeps the result there, and returns a
+   * reference to it at once [remote]. A failure surfaces at the next use of
+   * the RRef as RRefError 'RREF_CREATION_FAILED'.
+   *
+   * @example
+   * ```ts
+   * const counter = agent.remote('w1', Counter, []);
+   * await counter.rpcSync().inc(5);
+   * await counter.release();
+   * ```
+   */
+  remote<F extends Callable<never[], unknown>>(to: WorkerRef, fn: F, args: RemoteArgs<F> | [] = [], options: CallOptions = {}): RRef<RemoteResult<F>> {
+    this.checkRunning();
+    if (!Array.isArray(args)) throw new InvalidArgumentError('args must be an array');
+    const name = this.resolveLive(to);
+    return this.rrefs.create<RemoteResult<F>>(name, { fn: callableName(fn), args }, options);
+  }
+
+  /** A local owner RRef holding `value` [RRef(value)]. */
+  rref<T>(value: T): RRef<T> {
+    this.checkRunning();
+    return this.rrefs.local(value);
+  }
+
+  /** Counts of this worker's RRefs: `{ owners, users, pendingUsers, pendingChildren }`. */
+  rrefStats(): RRefStats {
+    return this.rrefs.stats();
+  }
+
+  /**
    * Streams what `fn(...args)` yields on `to` (an AsyncIterable or Observable
    * there). Cold: each subscription runs the function once. Unsubscribing
    * cancels the producer; a slow subscriber slows it through bounded credit.
@@ -185,6 +220,7 @@ export class RpcAgent {
       } catch (error) {
         failure = error;
       }
+      await this.rrefs.releaseAll(Math.min(timeoutMs || 5_000, 5_000));
     }
     await this.stop();
     if (failure) throw failure;
@@ -280,6 +316,7 @@ export class RpcAgent {
     this.server.close();
     this.control.close();
     await this.transport.close();
+    this.rrefs.clear();
     this.state = 'stopped';
     for (const hook of this.onStopped.splice(0)) hook();
   }

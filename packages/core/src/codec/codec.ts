@@ -173,7 +173,12 @@ function prepare(value: unknown, depth: number, maxDepth: number): unknown {
 function checkDepth(value: unknown, depth: number, maxDepth: number): void {
   if (value === null || typeof value !== 'object' || value instanceof tf.Tensor || ArrayBuffer.isView(value)) return;
   if (depth > maxDepth) throw new SerializationError(`message nests deeper than ${maxDepth} levels`);
-  const children = Array.isArray(value) || value instanceof Set ? value : value instanceof Map ? [...value.keys(), ...value.values()] : Object.values(value);
+  let children: Iterable<unknown>;
+  if (Array.isArray(value) || value instanceof Set) children = value;
+  else if (value instanceof Map) children = [...value.keys(), ...value.values()];
+  else if (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null) children = Object.values(value);
+  else return; // Values made by extensions (RRefs, errors, dates) are not the sender's nesting.
+
   for (const child of children) checkDepth(child, depth + 1, maxDepth);
 }
 

@@ -1,0 +1,366 @@
+/**
+ * One worker's RRefs: the values it owns, the user forks it holds, and the
+ * protocol between them (fork, child accept, delete), with the guarantees of
+ * PyTorch's RRef design: the owner learns of every user deletion (G1), and a
+ * parent keeps its reference until its child is confirmed by the owner (G2).
+ * Beyond PyTorch, a user that dies loses its forks on its owners, and an owner
+ * that dies fails its RRefs' uses with RREF_OWNER_LOST. See docs/rref.md.
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import { RRefError, WorkerUnavailableError, type TensorbusError } from '@tensorbus/core';
+import { errorFromWire, type WireError } from '@tensorbus/core/internal';
+import type { CallOptions, WireContext } from '../agent/call-client.js';
+import type { ControlMessage } from '../agent/control.js';
+import type { RpcAgent } from '../agent/rpc-agent.js';
+import type { WorkerInfo } from '../worker-info.js';
+import { OwnerTable, type OwnerEntry } from './owner-table.js';
+import { sendReliably } from './reliable.js';
+import { CHILD_ACCEPT, DELETE, FORK, type CreateSpec, type RRefWire } from './rref-protocol.js';
+import { creationFailed, RRef, type RRefHost, type UserState } from './rref.js';
+import { createValue, fetchValue, callValueMethod } from './rref-functions.js';
+
+/** Counts of `agent.rrefStats()`. */
+export interface RRefStats {
+  /** Values owned here. */
+  owners: number;
+  /** User forks held here. */
+  users: number;
+  /** Forks this owner sent that their holders have not confirmed yet. */
+  pendingUsers: number;
+  /** Forks users here sent on that the owner has not confirmed yet. */
+  pendingChildren: number;
+}
+
+type Held = { kind: 'user'; forkId: string } | { kind: 'owner'; entry: OwnerEntry; flag: { released: boolean } };
+
+/** The RRef side of one agent. */
+export class RRefManager implements RRefHost {
+  readonly owners = new OwnerTable();
+  private readonly users = new Map<string, UserState>();
+  private readonly prefix = `${randomBytes(4).toString('hex')}`;
+  private counter = 0;
+  private readonly entryWaiters = new Map<string, Array<() => void>>();
+  private readonly tombstones = new Set<string>();
+  private readonly collected = new FinalizationRegistry<Held>((held) => this.onCollected(held));
+
+  constructor(readonly agent: RpcAgent) {
+    const control = agent.control;
+    control.on(FORK, (m) => this.onFork(m));
+    control.on(CHILD_ACCEPT, (m) => this.onChildAccept(m));
+    control.on(DELETE, (m) => this.onDelete(m));
+    agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
+  }
+
+  get selfName(): string {
+    return this.agent.membership.name;
+  }
+
+  /** Counts of owned values, held forks and pending forks. */
+  stats(): RRefStats {
+    let pendingChildren = 0;
+    for (const state of this.users.values()) pendingChildren += state.pendingChildren.size;
+    return { owners: this.owners.size, users: this.users.size, pendingUsers: this.owners.pendingUsers, pendingChildren };
+  }
+
+  /** A new id, unique in the namespace. */
+  newId(): string {
+    return `${this.selfName}.${this.prefix}.${(++this.counter).toString(36)}`;
+  }
+
+  workerInfo(name: string): WorkerInfo {
+    return this.agent.membership.get(name) ?? { name, id: -1 };
+  }
+
+  // ---- making RRefs ----------------------------------------------------------
+
+  /** A local owner RRef of `value` [RRef(value)]. */
+  local<T>(value: T): RRef<T> {
+    const entry = this.owners.open(this.newId());
+    const rref = this.ownerHandle<T>(entry);
+    entry.settle(value);
+    return rref;
+  }
+
+  /** Creates a value on `to` and returns its RRef at once [remote()]. */
+  create<T>(to: string, spec: CreateSpec, options: CallOptions): RRef<T> {
+    const rrefId = this.newId();
+    if (to === this.selfName) {
+      const entry = this.owners.open(rrefId);
+      const rref = this.ownerHandle<T>(entry);
+      // The entry carries a failure (here or on the way) to the next use.
+      this.agent.calls.call(to, createValue.remoteName, [rrefId, null, spec], this.agent.meta(to), options).catch((error: unknown) => entry.settle(undefined, error));
+      return rref;
+    }
+    const state = this.newUser(rrefId, to, this.newId());
+    const created = this.agent.calls.call(to, createValue.remoteName, [rrefId, state.forkId, spec], this.agent.meta(to), options);
+    this.confirmWhen(state, created, true);
+    return this.userHandle<T>(state);
+  }
+
+  /** An owner handle on `entry` (one more local reference). */
+  private ownerHandle<T>(entry: OwnerEntry): RRef<T> {
+    entry.localHandles++;
+    const rref = new RRef<T>(this, entry.rrefId, this.selfName, undefined, entry);
+    this.collected.register(rref, { kind: 'owner', entry, flag: rref.ownerFlag }, rref);
+    return rref;
+  }
+
+  private newUser(rrefId: string, owner: string, forkId: string): UserState {
+    const state: UserState = {
+      rrefId,
+      owner,
+      forkId,
+      confirmed: false,
+      confirmation: Promise.resolve(),
+      failure: undefined,
+      released: false,
+      pendingChildren: new Map(),
+    };
+    this.users.set(forkId, state);
+    return state;
+  }
+
+  private userHandle<T>(state: UserState): RRef<T> {
+    const rref = new RRef<T>(this, state.rrefId, state.owner, state, undefined);
+    this.collected.register(rref, { kind: 'user', forkId: state.forkId }, rref);
+    return rref;
+  }
+
+  /** Marks `state` confirmed when `acknowledged` resolves; on failure the RRef becomes unusable. */
+  private confirmWhen(state: UserState, acknowledged: Promise<unknown>, isCreation: boolean): void {
+    state.confirmation = acknowledged.then(
+      () => {
+        state.confirmed = true;
+      },
+      (error: unknown) => {
+        state.failure = isCreation ? creationFailed(state.rrefId, error) : ownerLost(state, error);
+        // A creation that failed or timed out must not leave a value behind on the owner.
+        void this.sendDelete(state).catch(() => undefined);
+      },
+    );
+  }
+
+  // ---- using RRefs -----------------------------------------------------------
+
+  async fetch(rref: RRef<unknown>, options: CallOptions): Promise<unknown> {
+    return this.onOwner(rref, () => this.agent.calls.call(rref.ownerName(), fetchValue.remoteName, [rref.rrefId], this.agent.meta(rref.ownerName()), options));
+  }
+
+  async callMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): Promise<unknown> {
+    return this.onOwner(rref, () => this.agent.calls.call(rref.ownerName(), callValueMethod.remoteName, [rref.rrefId, method, args], this.agent.meta(rref.ownerName()), options));
+  }
+
+  remoteMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): RRef<unknown> {
+    return this.create(rref.ownerName(), { target: rref.rrefId, method, args }, options);
+  }
+
+  /** Runs a call to the owner, turning its disappearance into RREF_OWNER_LOST. */
+  private async onOwner(rref: RRef<unknown>, call: () => Promise<unknown>): Promise<unknown> {
+    this.agent.checkRunning();
+    rref.checkUsable();
+    if (rref.user && !rref.user.confirmed) {
+      await rref.user.confirmation;
+      rref.checkUsable();
+    }
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof WorkerUnavailableError && rref.user) {
+        rref.user.failure = ownerLost(rref.user, error);
+        throw rref.user.failure;
+      }
+      throw error;
+    }
+  }
+
+  // ---- releasing -------------------------------------------------------------
+
+  async release(rref: RRef<unknown>): Promise<void> {
+    if (rref.released) return;
+    this.collected.unregister(rref);
+    if (rref.entry) {
+      rref.ownerFlag.released = true;
+      rref.entry.localHandles--;
+      this.owners.collect(rref.entry);
+      return;
+    }
+    await this.releaseUser(rref.user!);
+  }
+
+  private async releaseUser(state: UserState): Promise<void> {
+    if (state.released) return;
+    state.released = true;
+    await state.confirmation;
+    if (state.failure) {
+      // Nothing on the owner to release (creation failed, or the owner is gone); the
+      // failure path already told the owner to drop the fork.
+      if (state.pendingChildren.size === 0) this.users.delete(state.forkId);
+      return;
+    }
+    await this.sendDelete(state).catch(() => undefined);
+  }
+
+  /** G2: waits for the children of `state`, then tells the owner this fork is gone (G1). */
+  private async sendDelete(state: UserState): Promise<void> {
+    while (state.pendingChildren.size > 0 && !this.stopped()) await new Promise((resolve) => setTimeout(resolve, 10));
+    try {
+      if (!this.gone(state.owner)) await sendReliably(this, state.owner, { k: DELETE, rrefId: state.rrefId, forkId: state.forkId });
+    } finally {
+      this.users.delete(state.forkId);
+    }
+  }
+
+  private onCollected(held: Held): void {
+    if (held.kind === 'owner') {
+      if (held.flag.released) return;
+      held.flag.released = true;
+      held.entry.localHandles--;
+      this.owners.collect(held.entry);
+      return;
+    }
+    const state = this.users.get(held.forkId);
+    if (state) void this.releaseUser(state).catch(() => undefined);
+  }
+
+  /** Releases every user fork (on shutdown), waiting at most `timeoutMs`. */
+  async releaseAll(timeoutMs: number): Promise<void> {
+    const all = [...this.users.values()].map((state) => this.releaseUser(state).catch(() => undefined));
+    await Promise.race([Promise.all(all), new Promise((resolve) => setTimeout(resolve, timeoutMs))]);
+  }
+
+  /** Forgets everything (after shutdown). */
+  clear(): void {
+    this.owners.clear();
+    this.users.clear();
+  }
+
+  // ---- the wire: forks -------------------------------------------------------
+
+  /** Encodes `rref` for `peer`, registering the fork it becomes. */
+  write(rref: RRef<unknown>, context: WireContext | undefined): RRefWire {
+    rref.checkUsable();
+    const peer = context?.peer ?? '';
+    const forkId = this.newId();
+    if (rref.entry) rref.entry.pendingUsers.set(forkId, peer);
+    else rref.user!.pendingChildren.set(forkId, peer);
+    return { o: rref.ownerName(), r: rref.rrefId, f: forkId, p: this.selfName };
+  }
+
+  /** Decodes an RRef that arrived; starts confirming its fork. */
+  read(wire: RRefWire): RRef<unknown> {
+    if (!wire || typeof wire.o !== 'string' || typeof wire.r !== 'string' || typeof wire.p !== 'string' || (wire.f !== null && typeof wire.f !== 'string')) {
+      throw new RRefError('RREF_OWNER_LOST', 'malformed RRef on the wire');
+    }
+    if (wire.o === this.selfName) return this.readOwn(wire);
+    const forkId = wire.f ?? this.newId();
+    const existing = this.users.get(forkId);
+    if (existing) return this.userHandle(existing);
+    const state = this.newUser(wire.r, wire.o, forkId);
+    const acknowledged = sendReliably(this, wire.o, { k: FORK, rrefId: wire.r, forkId, holder: this.selfName, parent: wire.p }).then((reply) => {
+      const error = (reply as { error?: WireError } | undefined)?.error;
+      if (error) throw errorFromWire(error);
+      if (wire.p !== wire.o && wire.f) void sendReliably(this, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId }).catch(() => undefined);
+    });
+    this.confirmWhen(state, acknowledged, false);
+    return this.userHandle(state);
+  }
+
+  /** An RRef to a value of ours came back: an owner handle, and the fork it was is settled. */
+  private readOwn(wire: RRefWire): RRef<unknown> {
+    const entry = this.owners.get(wire.r);
+    if (!entry) throw new RRefError('RREF_OWNER_LOST', `RRef ${wire.r} came back to its owner after it was dropped`);
+    const rref = this.ownerHandle(entry);
+    if (wire.f) {
+      if (wire.p === this.selfName) this.owners.deleteFork(wire.r, wire.f);
+      else void sendReliably(this, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
+    }
+    return rref;
+  }
+
+  // ---- control handlers ------------------------------------------------------
+
+  private async onFork(m: ControlMessage): Promise<unknown> {
+    const { rrefId, forkId, holder } = m as { rrefId?: unknown; forkId?: unknown; holder?: unknown };
+    if (typeof rrefId !== 'string' || typeof forkId !== 'string' || typeof holder !== 'string') return { error: { name: 'Error', message: 'malformed fork' } };
+    const entry = await this.entryFor(rrefId);
+    if (!entry) return { error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: `worker '${this.selfName}' holds no RRef ${rrefId}` } };
+    this.owners.confirmUser(entry, forkId, holder);
+    return { ok: true };
+  }
+
+  private onChildAccept(m: ControlMessage): unknown {
+    const { forkId } = m as { forkId?: unknown };
+    if (typeof forkId !== 'string') return { ok: false };
+    for (const state of this.users.values()) state.pendingChildren.delete(forkId);
+    return { ok: true };
+  }
+
+  private onDelete(m: ControlMessage): unknown {
+    const { rrefId, forkId } = m as { rrefId?: unknown; forkId?: unknown };
+    if (typeof rrefId !== 'string' || typeof forkId !== 'string') return { ok: false };
+    if (!this.owners.get(rrefId)) this.tombstone(`${rrefId}|${forkId}`);
+    this.owners.deleteFork(rrefId, forkId);
+    return { ok: true };
+  }
+
+  private onWorkerGone(name: string): void {
+    this.owners.dropHolder(name);
+    for (const state of this.users.values()) {
+      for (const [forkId, holder] of state.pendingChildren) if (holder === name) state.pendingChildren.delete(forkId);
+      if (state.owner === name && !state.failure) state.failure = ownerLost(state, new WorkerUnavailableError(`worker '${name}' is gone`));
+    }
+  }
+
+  // ---- helpers for the owner-side functions ----------------------------------
+
+  /** The entry of `rrefId`, waiting briefly for a creation still on its way. */
+  async entryFor(rrefId: string, waitMs = 5_000): Promise<OwnerEntry | undefined> {
+    const entry = this.owners.get(rrefId);
+    if (entry || waitMs <= 0) return entry;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, waitMs);
+      const list = this.entryWaiters.get(rrefId) ?? [];
+      list.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.entryWaiters.set(rrefId, list);
+    });
+    return this.owners.get(rrefId);
+  }
+
+  /** Opens the entry a `remote()` call creates, unless it was deleted before it arrived. */
+  openForCreation(rrefId: string, forkId: string | null, creator: string): OwnerEntry | undefined {
+    if (forkId !== null && this.tombstones.has(`${rrefId}|${forkId}`)) return undefined;
+    const existing = this.owners.get(rrefId);
+    if (existing) return existing.created ? undefined : existing;
+    const opened = this.owners.open(rrefId);
+    if (forkId !== null) this.owners.confirmUser(opened, forkId, creator);
+    for (const wake of this.entryWaiters.get(rrefId) ?? []) wake();
+    this.entryWaiters.delete(rrefId);
+    return opened;
+  }
+
+  private tombstone(key: string): void {
+    this.tombstones.add(key);
+    if (this.tombstones.size > 10_000) this.tombstones.delete(this.tombstones.values().next().value as string);
+  }
+
+  gone(worker: string): boolean {
+    return this.agent.membership.departure(worker) !== undefined;
+  }
+
+  stopped(): boolean {
+    return !this.agent.running;
+  }
+
+  get control() {
+    return this.agent.control;
+  }
+}
+
+function ownerLost(state: UserState, cause: unknown): TensorbusError {
+  if (cause instanceof RRefError && cause.code === 'RREF_OWNER_LOST') return cause;
+  return new RRefError('RREF_OWNER_LOST', `the owner '${state.owner}' of RRef ${state.rrefId} is gone`, { cause });
+}

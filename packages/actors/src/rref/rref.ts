@@ -1,0 +1,178 @@
+/**
+ * `RRef<T>`: a reference to a value that lives on its owner worker
+ * [torch.distributed.rpc.RRef]. Owner handles hold the value; user handles
+ * are forks that keep it alive on the owner until released.
+ * @module
+ */
+import { RpcFuture, RRefError, type TensorbusError } from '@tensorbus/core';
+import type { CallOptions } from '../agent/call-client.js';
+import type { WorkerInfo } from '../worker-info.js';
+import type { OwnerEntry } from './owner-table.js';
+
+/** The async version of T's methods (what `rref.rpcSync()` exposes). */
+export type SyncProxy<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
+};
+
+/** T's methods returning futures (what `rref.rpcAsync()` exposes). */
+export type AsyncProxy<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => RpcFuture<Awaited<R>> : never;
+};
+
+/** T's methods returning RRefs to their results, on the same owner (what `rref.remote()` exposes). */
+export type RemoteProxy<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => RRef<Awaited<R>> : never;
+};
+
+/** A user fork of a value owned elsewhere, as this worker tracks it. */
+export interface UserState {
+  rrefId: string;
+  owner: string;
+  forkId: string;
+  /** The owner acknowledged this fork. */
+  confirmed: boolean;
+  /** Settles when the owner acknowledged (or refused) this fork. */
+  confirmation: Promise<void>;
+  /** Why this RRef cannot be used (creation failed, owner lost). */
+  failure: TensorbusError | undefined;
+  released: boolean;
+  /** Forks this worker sent on, not yet confirmed by their holders: forkId -> holder. */
+  pendingChildren: Map<string, string>;
+}
+
+/** What an RRef asks of its worker's RRef manager. */
+export interface RRefHost {
+  readonly selfName: string;
+  workerInfo(name: string): WorkerInfo;
+  fetch(rref: RRef<unknown>, options: CallOptions): Promise<unknown>;
+  callMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): Promise<unknown>;
+  remoteMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): RRef<unknown>;
+  release(rref: RRef<unknown>): Promise<void>;
+}
+
+const NOT_METHODS = new Set<PropertyKey>(['then', 'catch', 'finally', 'toJSON', 'constructor']);
+
+function proxy<P>(make: (method: string) => (...args: unknown[]) => unknown): P {
+  return new Proxy({}, {
+    get: (_, key) => (typeof key === 'symbol' || NOT_METHODS.has(key) ? undefined : make(key)),
+  }) as P;
+}
+
+/**
+ * A remote reference. Made by `agent.remote(...)` (user handle, or owner
+ * handle when the callee is this worker) and `agent.rref(value)` (owner
+ * handle), or received in arguments and results.
+ *
+ * @example
+ * ```ts
+ * await using counter = agent.remote('ps', Counter, []);
+ * await counter.rpcSync().inc(5);
+ * const n = await counter.rpcSync().inc(1);   // 6
+ * ```
+ */
+export class RRef<T = unknown> {
+  /** @internal */
+  constructor(
+    /** @internal */ readonly host: RRefHost,
+    /** @internal */ readonly rrefId: string,
+    private readonly ownerWorker: string,
+    /** @internal */ readonly user: UserState | undefined,
+    /** @internal */ readonly entry: OwnerEntry | undefined,
+  ) {}
+
+  /** @internal An owner handle's release flag, shared with the finalizer (which must not hold the RRef). */
+  readonly ownerFlag = { released: false };
+
+  /** The owner worker [RRef.owner()]. */
+  owner(): WorkerInfo {
+    return this.host.workerInfo(this.ownerWorker);
+  }
+
+  /** The owner's name [RRef.owner_name()]. */
+  ownerName(): string {
+    return this.ownerWorker;
+  }
+
+  /** True on the owner [RRef.is_owner()]. */
+  isOwner(): boolean {
+    return this.entry !== undefined;
+  }
+
+  /** True once the owner knows of this reference [RRef.confirmed_by_owner()]. */
+  confirmedByOwner(): boolean {
+    return this.entry !== undefined || this.user!.confirmed;
+  }
+
+  /**
+   * The value itself; owner only [RRef.local_value()].
+   * @throws RRefError 'RREF_NOT_OWNER' on a user, 'RREF_RELEASED' after release,
+   *   'RREF_CREATION_FAILED' when making the value failed.
+   */
+  localValue(): T {
+    if (!this.entry) throw new RRefError('RREF_NOT_OWNER', `localValue() on a user RRef: the value lives on '${this.ownerWorker}'; use toHere()`);
+    this.checkUsable();
+    if (this.entry.failure !== undefined) throw creationFailed(this.rrefId, this.entry.failure);
+    if (!this.entry.created) throw new RRefError('RREF_CREATION_FAILED', `RRef ${this.rrefId} is still being created: await toHere() instead`);
+    return this.entry.value as T;
+  }
+
+  /** A copy of the value here (the value itself on the owner) [RRef.to_here()]. */
+  async toHere(options: CallOptions = {}): Promise<T> {
+    this.checkUsable();
+    if (this.entry) {
+      await this.entry.ready;
+      if (this.entry.failure !== undefined) throw creationFailed(this.rrefId, this.entry.failure);
+      return this.entry.value as T;
+    }
+    return this.host.fetch(this as RRef<unknown>, options) as Promise<T>;
+  }
+
+  /**
+   * Runs the value's methods on the owner and waits for their results
+   * [RRef.rpc_sync()]. A released or failed RRef rejects at the call.
+   */
+  rpcSync(options: CallOptions = {}): SyncProxy<T> {
+    return proxy<SyncProxy<T>>((method) => (...args) => this.host.callMethod(this as RRef<unknown>, method, args, options));
+  }
+
+  /** Runs the value's methods on the owner, returning futures [RRef.rpc_async()]. */
+  rpcAsync(options: CallOptions = {}): AsyncProxy<T> {
+    return proxy<AsyncProxy<T>>((method) => (...args) => new RpcFuture(this.host.callMethod(this as RRef<unknown>, method, args, options)));
+  }
+
+  /** Runs the value's methods on the owner, keeping their results there [RRef.remote()]. */
+  remote(options: CallOptions = {}): RemoteProxy<T> {
+    return proxy<RemoteProxy<T>>((method) => (...args) => this.host.remoteMethod(this as RRef<unknown>, method, args, options));
+  }
+
+  /** Drops this reference; the owner drops the value once no reference is left. Idempotent. */
+  release(): Promise<void> {
+    return this.host.release(this as RRef<unknown>);
+  }
+
+  /** `await using r = agent.remote(...)` releases `r` at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+
+  /** True once released. */
+  get released(): boolean {
+    return this.user ? this.user.released : this.ownerFlag.released;
+  }
+
+  /** @internal Throws the reason this RRef cannot be used, if any. */
+  checkUsable(): void {
+    if (this.released) throw new RRefError('RREF_RELEASED', `RRef ${this.rrefId} was released`);
+    if (this.user?.failure) throw this.user.failure;
+  }
+
+  toString(): string {
+    return `RRef(${this.rrefId} on ${this.ownerWorker}${this.entry ? ', owner' : ''})`;
+  }
+}
+
+/** The error for a value whose creation failed. */
+export function creationFailed(rrefId: string, cause: unknown): RRefError {
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  return new RRefError('RREF_CREATION_FAILED', `creating RRef ${rrefId} failed: ${reason}`, { cause });
+}
