@@ -16,6 +16,15 @@ export { RRef } from './rref/rref.js';
 export type { SyncProxy, AsyncProxy, RemoteProxy } from './rref/rref.js';
 export type { RRefStats } from './rref/rref-manager.js';
 
+// Distributed autograd
+export type { DistAutograd, ContextId, BackwardOptions } from './autograd/dist-autograd.js';
+
+// Distributed optimizer and remote modules
+export { DistributedOptimizer } from './optim/dist-optimizer.js';
+export type { OptimizerName, OptimizerOptions } from './optim/optimizers.js';
+export { RemoteModule } from './remote-module/remote-module.js';
+export type { Module } from './remote-module/remote-module.js';
+
 // Calls
 export { remoteFunction, remoteClass } from './registry/functions.js';
 export type { RemoteFunction, RemoteClass, Callable } from './registry/functions.js';

@@ -19,7 +19,14 @@ const running = new Set<RpcAgent>();
  * ```
  */
 export async function initRpc(options: InitRpcOptions = {}): Promise<RpcAgent> {
-  const resolved = resolveOptions(options);
+  let resolved: ReturnType<typeof resolveOptions>;
+  try {
+    resolved = resolveOptions(options);
+  } catch (error) {
+    // The agent owns the transport it was given: a refused start closes it.
+    if (options.transport) void Promise.resolve(options.transport).then((t) => t.close(), () => undefined);
+    throw error;
+  }
   const transport = await resolved.transport;
   const agent = new RpcAgent(transport, resolved);
   try {
@@ -40,7 +47,7 @@ export async function initRpc(options: InitRpcOptions = {}): Promise<RpcAgent> {
  */
 export function currentAgent(): RpcAgent {
   const scope = callScope.getStore();
-  if (scope && (scope.agent as RpcAgent).running) return scope.agent as RpcAgent;
+  if (scope) return scope.agent as RpcAgent;
   if (running.size === 1) return running.values().next().value as RpcAgent;
   if (running.size === 0) throw new ShutdownError('no RPC agent is running: call initRpc() first');
   throw new InvalidArgumentError(

@@ -12,3 +12,6 @@ export { forEachTensor, disposeTransient, isTransient } from './tensors.js';
 export { lookupCallable, callableName } from './registry/functions.js';
 export { validateWorkerName, WORKER_NAME_PATTERN } from './worker-info.js';
 export * from './agent/subjects.js';
+export type { CallTap } from './agent/call-client.js';
+export type { CallWrapper } from './agent/call-server.js';
+export { recordingScope, withoutRecording, openContextCount } from './autograd/tape.js';

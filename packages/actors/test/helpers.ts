@@ -8,6 +8,13 @@ import { initRpc, type InitRpcOptions, type RpcAgent } from '../src/index.js';
 export { transportKinds, type TransportKind };
 
 let groups = 0;
+const started = new Set<RpcAgent>();
+
+/** Stops every agent the helpers started (register with `test.after.always(stopEverything)`). */
+export async function stopEverything(): Promise<void> {
+  await stopAll([...started]);
+  started.clear();
+}
 
 /** A fresh namespace on `kind`: agents made with it see each other and nobody else. */
 export function newGroup(kind: TransportKind): { transport: () => Promise<Transport>; namespace: string } {
@@ -18,7 +25,7 @@ export function newGroup(kind: TransportKind): { transport: () => Promise<Transp
 /** Starts agents named `names` in one fresh group (dynamic unless worldSize is given). */
 export async function startGroup(kind: TransportKind, names: string[], options: Partial<InitRpcOptions> = {}): Promise<RpcAgent[]> {
   const group = newGroup(kind);
-  return Promise.all(
+  const agents = await Promise.all(
     names.map((name, rank) =>
       initRpc({
         name,
@@ -30,6 +37,8 @@ export async function startGroup(kind: TransportKind, names: string[], options: 
       }),
     ),
   );
+  for (const agent of agents) started.add(agent);
+  return agents;
 }
 
 /** Shuts every agent down without waiting. */

@@ -7,14 +7,15 @@ import { natsTransport } from '@tensorbus/nats-transport';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { initRpc } from '../src/index.js';
 import { add, fail, sleep, whoAmI } from './fixtures/functions.js';
-import { pid, stop, tensorsHere } from './fixtures/worker.js';
+import { pid, rrefStatsHere, stop, tensorsHere } from './fixtures/worker-functions.js';
+import { rrefValue } from './fixtures/rref-functions.js';
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const cli = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 let namespaces = 0;
 
 function startWorker(env: Record<string, string>, args: string[] = []): ChildProcess {
-  const child = spawn(process.execPath, [workerScript, ...args], {
+  const child = spawn(process.execPath, ['--expose-gc', workerScript, ...args], {
     env: { ...process.env, TENSORBUS_QUIET: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -121,6 +122,39 @@ test('launcher - status lists the workers of a namespace', async (t) => {
   t.is(code, 0);
   t.regex(out, /3 worker\(s\)/);
   for (const name of ['p0', 'p1', 'p2']) t.regex(out, new RegExp(`\\b${name}\\b`));
+  await Promise.all([agent.rpcSync('p1', stop, []), agent.rpcSync('p2', stop, [])]);
+  await agent.shutdown({ timeoutMs: 10_000 });
+  await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+});
+
+test('nats processes - 10,000 RRef create/fork/pass/release cycles across 3 processes leave nothing behind', async (t) => {
+  const { agent, children } = await group(3);
+  const baseline = await Promise.all(['p1', 'p2'].map((w) => agent.rpcSync(w, tensorsHere, [])));
+  const localBaseline = tf.memory().numTensors;
+  let cycle = 0;
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (cycle < 10_000) {
+      const i = cycle++;
+      const owner = i % 2 ? 'p1' : 'p2';
+      const user = i % 2 ? 'p2' : 'p1';
+      const r = agent.remote(owner, tf.ones, [[4]]);
+      const value = (await agent.rpcSync(user, rrefValue, [r])) as tf.Tensor;
+      value.dispose();
+      await r.release();
+    }
+  }));
+  const zero = { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 };
+  const deadline = Date.now() + 20_000;
+  let stats: unknown[] = [];
+  while (Date.now() < deadline) {
+    globalThis.gc?.();
+    stats = [agent.rrefStats(), ...(await Promise.all(['p1', 'p2'].map((w) => agent.rpcSync(w, rrefStatsHere, []))))];
+    if (stats.every((s) => JSON.stringify(s) === JSON.stringify(zero))) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  t.deepEqual(stats, [zero, zero, zero]);
+  t.deepEqual(await Promise.all(['p1', 'p2'].map((w) => agent.rpcSync(w, tensorsHere, []))), baseline);
+  t.is(tf.memory().numTensors, localBaseline);
   await Promise.all([agent.rpcSync('p1', stop, []), agent.rpcSync('p2', stop, [])]);
   await agent.shutdown({ timeoutMs: 10_000 });
   await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));

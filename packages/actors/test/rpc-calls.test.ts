@@ -2,6 +2,9 @@ import test from 'ava';
 import { InvalidArgumentError, RemoteError, RpcFuture, RpcTimeoutError, SerializationError, tf, UnknownFunctionError } from '@tensorbus/core';
 import { addNumbers, add, callerOf, echo, fail, failAsync, hop, nested, returnsFunction, sleep, whoAmI } from './fixtures/functions.js';
 import { startGroup, stopAll, transportKinds } from './helpers.js';
+import { stopEverything } from './helpers.js';
+
+test.after.always(stopEverything);
 
 for (const kind of transportKinds()) {
   const t = (title: string) => `${kind.name} - rpc - ${title}`;

@@ -4,6 +4,9 @@ import { DuplicateWorkerError, InvalidArgumentError, ShutdownError, WorkerUnavai
 import { initRpc, type WorkerInfo } from '../src/index.js';
 import { addNumbers, sleep } from './fixtures/functions.js';
 import { eventually, newGroup, startGroup, stopAll, transportKinds } from './helpers.js';
+import { stopEverything } from './helpers.js';
+
+test.after.always(stopEverything);
 
 for (const kind of transportKinds()) {
   const t = (title: string) => `${kind.name} - membership - ${title}`;

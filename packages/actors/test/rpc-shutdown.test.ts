@@ -3,6 +3,9 @@ import { RpcTimeoutError, ShutdownError } from '@tensorbus/core';
 import { initRpc } from '../src/index.js';
 import { sleep } from './fixtures/functions.js';
 import { newGroup, startGroup, transportKinds } from './helpers.js';
+import { stopEverything } from './helpers.js';
+
+test.after.always(stopEverything);
 
 for (const kind of transportKinds()) {
   const t = (title: string) => `${kind.name} - shutdown - ${title}`;

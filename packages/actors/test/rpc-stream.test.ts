@@ -4,6 +4,9 @@ import { RemoteError, UnknownFunctionError } from '@tensorbus/core';
 import { remoteFunction } from '../src/index.js';
 import { countTo, produced, producedSoFar } from './fixtures/functions.js';
 import { startGroup, stopAll, transportKinds } from './helpers.js';
+import { stopEverything } from './helpers.js';
+
+test.after.always(stopEverything);
 
 const ticks = remoteFunction('test.ticks', (n: number) => interval(1).pipe(take(n), map((i) => i * 2)));
 const failingStream = remoteFunction('test.failingStream', async function* () {
@@ -31,12 +34,12 @@ for (const kind of transportKinds()) {
 
   test(t('unsubscribing cancels the producer on the callee'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b']);
-    const got = await firstValueFrom(agents[0]!.rpcStream<number>('b', countTo, [1_000_000, 'cancel', 1], { credit: 4 }).pipe(take(5), toArray()));
+    const got = await firstValueFrom(agents[0]!.rpcStream<number>('b', countTo, [1_000_000, `cancel-${kind.name}`, 1], { credit: 4 }).pipe(take(5), toArray()));
     tt.deepEqual(got, [0, 1, 2, 3, 4]);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const after = await agents[0]!.rpcSync('b', producedSoFar, ['cancel']);
+    const after = await agents[0]!.rpcSync('b', producedSoFar, [`cancel-${kind.name}`]);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    tt.is(await agents[0]!.rpcSync('b', producedSoFar, ['cancel']), after, 'the producer stopped');
+    tt.is(await agents[0]!.rpcSync('b', producedSoFar, [`cancel-${kind.name}`]), after, 'the producer stopped');
     tt.true(after < 20);
     await stopAll(agents);
   });
@@ -47,11 +50,11 @@ for (const kind of transportKinds()) {
     let seen = 0;
     let maxAhead = 0;
     await new Promise<void>((resolve, reject) => {
-      const subscription = agents[0]!.rpcStream<number>('b', countTo, [10_000, 'slow'], { credit }).subscribe({
+      const subscription = agents[0]!.rpcStream<number>('b', countTo, [10_000, `slow-${kind.name}`], { credit }).subscribe({
         next: () => {
           seen++;
           // The producer runs in this process too: read how far it got while the subscriber is busy.
-          maxAhead = Math.max(maxAhead, (produced.get('slow') ?? 0) - seen);
+          maxAhead = Math.max(maxAhead, (produced.get(`slow-${kind.name}`) ?? 0) - seen);
           const until = Date.now() + 2;
           while (Date.now() < until);
           if (seen === 150) {

@@ -4,6 +4,9 @@ import { RRef, type RpcAgent } from '../src/index.js';
 import { addNumbers, Counter, echo, sleep } from './fixtures/functions.js';
 import { confirmedInCallee, failToCreate, forwardChain, Holder, makeLocal, rrefAdd, rrefInfo, rrefValue, sumNested } from './fixtures/rref-functions.js';
 import { eventually, startGroup, stopAll, transportKinds } from './helpers.js';
+import { stopEverything } from './helpers.js';
+
+test.after.always(stopEverything);
 
 const zero = { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 };
 

@@ -18,50 +18,50 @@ import {
   UnknownFunctionError,
   WorkerUnavailableError,
   type AutogradErrorCode,
-  type ErrorCode,
   type RRefErrorCode,
+  type TensorbusErrorOptions,
 } from './errors.js';
 
-/** An error as it travels: enough to rebuild it on the other side. */
+/** An error as it travels: enough to rebuild it on the other side. Absent fields are omitted. */
 export interface WireError {
   name: string;
   message: string;
   stack?: string;
+  /** A tensorbus error code, or any string `code` the error had (e.g. Node's 'ECONNRESET'). */
   code?: string;
+  /** Tensorbus errors only: whether retrying may succeed. */
+  retryable?: boolean;
+  /** The error's `cause`, when that was an error itself. */
+  cause?: WireError;
   /** For REMOTE_ERROR: the worker that raised the original error. */
   worker?: string;
-  /** For REMOTE_ERROR: the original error's name and message. */
+  /** For REMOTE_ERROR: the original error's name, message, stack and code. */
   remoteName?: string;
   remoteMessage?: string;
   remoteStack?: string;
   remoteCode?: string;
 }
 
-/** Turns any thrown value into its wire shape. */
-export function errorToWire(error: unknown): WireError {
+/** How many `cause` links travel; deeper ones (and cycles) are cut. */
+export const MAX_WIRE_CAUSES = 8;
+
+/** Turns any thrown value into its wire shape, with up to `maxCauses` links of its `cause` chain. */
+export function errorToWire(error: unknown, maxCauses: number = MAX_WIRE_CAUSES): WireError {
+  if (!(error instanceof Error)) return { name: 'Error', message: describeThrown(error) };
+  const wire: WireError = { name: String(error.name), message: String(error.message) };
+  if (typeof error.stack === 'string') wire.stack = error.stack;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') wire.code = code;
+  if (error instanceof TensorbusError) wire.retryable = error.retryable;
   if (error instanceof RemoteError) {
-    return {
-      name: error.name,
-      message: error.message,
-      stack: error.stack,
-      code: error.code,
-      worker: error.worker,
-      remoteName: error.remoteName,
-      remoteMessage: error.remoteMessage,
-      remoteStack: error.remoteStack,
-      remoteCode: error.remoteCode,
-    };
+    wire.worker = error.worker;
+    wire.remoteName = error.remoteName;
+    wire.remoteMessage = error.remoteMessage;
+    if (error.remoteStack !== undefined) wire.remoteStack = error.remoteStack;
+    if (error.remoteCode !== undefined) wire.remoteCode = error.remoteCode;
   }
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    return {
-      name: error.name,
-      message: error.message,
-      stack: error.stack,
-      code: typeof code === 'string' ? code : undefined,
-    };
-  }
-  return { name: 'Error', message: describeThrown(error) };
+  if (error.cause instanceof Error && maxCauses > 0) wire.cause = errorToWire(error.cause, maxCauses - 1);
+  return wire;
 }
 
 function describeThrown(value: unknown): string {
@@ -73,47 +73,82 @@ function describeThrown(value: unknown): string {
   }
 }
 
-const rebuilders: Partial<Record<ErrorCode, (message: string) => TensorbusError>> = {
-  RPC_TIMEOUT: (m) => new RpcTimeoutError(m),
-  WORKER_UNAVAILABLE: (m) => new WorkerUnavailableError(m),
-  UNKNOWN_FUNCTION: (m) => new UnknownFunctionError(m),
-  SERIALIZATION: (m) => new SerializationError(m),
-  SHUTDOWN: (m) => new ShutdownError(m),
-  INVALID_ARGUMENT: (m) => new InvalidArgumentError(m),
-  DUPLICATE_WORKER: (m) => new DuplicateWorkerError(m),
-  PERMISSION_DENIED: (m) => new PermissionDeniedError(m),
-  TRANSPORT: (m) => new TransportError(m),
-};
-for (const code of ['RREF_NOT_OWNER', 'RREF_RELEASED', 'RREF_CREATION_FAILED', 'RREF_OWNER_LOST'] as RRefErrorCode[]) {
-  rebuilders[code] = (m) => new RRefError(code, m);
+type Rebuilder = (message: string, options: TensorbusErrorOptions) => TensorbusError;
+
+// A Map, not an object: a code like 'constructor' from the wire must not find Object.prototype's.
+const rebuilders = new Map<string, Rebuilder>([
+  ['RPC_TIMEOUT', (m, o) => new RpcTimeoutError(m, o)],
+  ['WORKER_UNAVAILABLE', (m, o) => new WorkerUnavailableError(m, o)],
+  ['UNKNOWN_FUNCTION', (m, o) => new UnknownFunctionError(m, o)],
+  ['SERIALIZATION', (m, o) => new SerializationError(m, o)],
+  ['SHUTDOWN', (m, o) => new ShutdownError(m, o)],
+  ['INVALID_ARGUMENT', (m, o) => new InvalidArgumentError(m, o)],
+  ['DUPLICATE_WORKER', (m, o) => new DuplicateWorkerError(m, o)],
+  ['PERMISSION_DENIED', (m, o) => new PermissionDeniedError(m, o)],
+  ['TRANSPORT', (m, o) => new TransportError(m, o)],
+]);
+for (const code of ['RREF_NOT_OWNER', 'RREF_RELEASED', 'RREF_CREATION_FAILED', 'RREF_OWNER_LOST'] satisfies RRefErrorCode[]) {
+  rebuilders.set(code, (m, o) => new RRefError(code, m, o));
 }
-for (const code of ['AUTOGRAD_CONTEXT_NOT_FOUND', 'AUTOGRAD_BACKWARD_FAILED'] as AutogradErrorCode[]) {
-  rebuilders[code] = (m) => new AutogradError(code, m);
+for (const code of ['AUTOGRAD_CONTEXT_NOT_FOUND', 'AUTOGRAD_BACKWARD_FAILED'] satisfies AutogradErrorCode[]) {
+  rebuilders.set(code, (m, o) => new AutogradError(code, m, o));
+}
+
+/** JavaScript's own error classes, rebuilt by name. */
+const builtins = new Map<string, ErrorConstructor>([
+  ['Error', Error],
+  ['TypeError', TypeError],
+  ['RangeError', RangeError],
+  ['SyntaxError', SyntaxError],
+  ['ReferenceError', ReferenceError],
+  ['EvalError', EvalError],
+  ['URIError', URIError],
+]);
+
+function str(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
 }
 
 /**
- * Rebuilds a tensorbus error of the right class from its wire shape, keeping
- * the remote stack. Errors that are not tensorbus errors come back as plain
- * `Error`s with the original name.
+ * Rebuilds an error from its wire shape: tensorbus errors as their own class
+ * with their code and `retryable`, a `RemoteError` with its worker and remote
+ * fields, JavaScript's error classes by name, and any other error as an
+ * `Error` with the original name and code. The stack and `cause` chain are
+ * kept. Fields of the wrong type (from a foreign sender) are ignored.
  */
-export function errorFromWire(wire: WireError): Error {
-  if (wire.code === 'REMOTE_ERROR' && wire.worker !== undefined) {
-    const error = new RemoteError({
-      worker: wire.worker,
-      remoteName: wire.remoteName ?? 'Error',
-      remoteMessage: wire.remoteMessage ?? wire.message,
-      remoteStack: wire.remoteStack,
-      remoteCode: wire.remoteCode,
-    });
-    return error;
+export function errorFromWire(wire: WireError, maxCauses: number = MAX_WIRE_CAUSES): Error {
+  const w = (wire !== null && typeof wire === 'object' ? wire : {}) as unknown as Record<string, unknown>;
+  const message = str(w.message) ?? '';
+  const name = str(w.name) ?? 'Error';
+  const code = str(w.code);
+  const options: TensorbusErrorOptions = {};
+  if (typeof w.retryable === 'boolean') options.retryable = w.retryable;
+  if (w.cause !== null && typeof w.cause === 'object' && maxCauses > 0) options.cause = errorFromWire(w.cause as WireError, maxCauses - 1);
+
+  let error: Error;
+  const worker = str(w.worker);
+  const rebuild = code === undefined ? undefined : rebuilders.get(code);
+  if (code === 'REMOTE_ERROR' && worker !== undefined) {
+    error = new RemoteError(
+      {
+        worker,
+        remoteName: str(w.remoteName) ?? 'Error',
+        remoteMessage: str(w.remoteMessage) ?? message,
+        remoteStack: str(w.remoteStack),
+        remoteCode: str(w.remoteCode),
+      },
+      options,
+    );
+  } else if (rebuild) {
+    error = rebuild(message, options);
+  } else {
+    const Builtin = builtins.get(name) ?? Error;
+    error = options.cause === undefined ? new Builtin(message) : new Builtin(message, { cause: options.cause });
+    if (error.name !== name) error.name = name;
+    if (code !== undefined) (error as { code?: string }).code = code;
   }
-  const rebuild = wire.code === undefined ? undefined : rebuilders[wire.code as ErrorCode];
-  const error: Error = rebuild ? rebuild(wire.message) : new Error(wire.message);
-  if (!rebuild) {
-    error.name = wire.name;
-    if (wire.code !== undefined) (error as { code?: string }).code = wire.code;
-  }
-  if (wire.stack !== undefined) error.stack = wire.stack;
+  const stack = str(w.stack);
+  if (stack !== undefined) error.stack = stack;
   return error;
 }
 
@@ -123,17 +158,19 @@ export function errorFromWire(wire: WireError): Error {
  * autograd failure) keep their class so callers can check their codes.
  */
 export function remoteErrorFrom(worker: string, error: unknown): WireError {
-  if (error instanceof TensorbusError && error.code !== 'REMOTE_ERROR') return errorToWire(error);
-  if (error instanceof RemoteError) return errorToWire(error);
-  const wire = errorToWire(error);
-  return {
+  if (error instanceof TensorbusError) return errorToWire(error);
+  const original = errorToWire(error);
+  const wire: WireError = {
     name: 'RemoteError',
-    message: `worker '${worker}' raised ${wire.name}: ${wire.message}`,
+    message: `worker '${worker}' raised ${original.name}: ${original.message}`,
     code: 'REMOTE_ERROR',
+    retryable: false,
     worker,
-    remoteName: wire.name,
-    remoteMessage: wire.message,
-    remoteStack: wire.stack,
-    remoteCode: wire.code,
+    remoteName: original.name,
+    remoteMessage: original.message,
   };
+  if (original.stack !== undefined) wire.remoteStack = original.stack;
+  if (original.code !== undefined) wire.remoteCode = original.code;
+  if (original.cause !== undefined) wire.cause = original.cause;
+  return wire;
 }

@@ -32,10 +32,19 @@ export interface WireContext {
   peer: string | undefined;
 }
 
+/**
+ * Told of each call about to be sent (distributed autograd records the tensors
+ * of calls made inside a context). May return a function told of the call's
+ * result once it arrives, before the caller sees it.
+ */
+export type CallTap = (to: string, args: unknown[], meta: CallMeta) => ((value: unknown) => void) | undefined;
+
 /** Sends calls and tracks the ones pending, per destination. */
 export class CallClient {
   /** Calls sent per destination (for shutdown's quiescence check). */
   readonly sentTo: Record<string, number> = {};
+  /** Observers of calls (see {@link CallTap}). */
+  readonly taps: CallTap[] = [];
   private readonly pending = new Map<string, Set<AbortController>>();
 
   constructor(
@@ -54,7 +63,18 @@ export class CallClient {
 
   /** Runs `fn(args)` on `to` and resolves with its result. */
   call(to: string, fn: string, args: unknown[], meta: CallMeta, options: CallOptions = {}): Promise<unknown> {
-    return this.send(to, [CALL, fn, args, meta], fn, options);
+    let told: Array<(value: unknown) => void> | undefined;
+    for (const tap of this.taps) {
+      const onResult = tap(to, args, meta);
+      if (onResult !== undefined) (told ??= []).push(onResult);
+    }
+    const result = this.send(to, [CALL, fn, args, meta], fn, options);
+    if (told === undefined) return result;
+    const observers = told;
+    return result.then((value) => {
+      for (const onResult of observers) onResult(value);
+      return value;
+    });
   }
 
   /** Opens a stream of `fn(args)` on `to`; resolves once the callee accepted it. */

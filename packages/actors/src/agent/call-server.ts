@@ -14,8 +14,8 @@ import type { WireContext } from './call-client.js';
 import { CALL, ERROR, OK, parseRequest, type CallRequest } from './call-protocol.js';
 import { callSubject } from './subjects.js';
 
-/** Runs a call's function inside whatever scope protocols need (autograd contexts, …). */
-export type CallWrapper = (meta: CallMeta, run: () => Promise<unknown>) => Promise<unknown>;
+/** Runs a call's function inside whatever scope protocols need (autograd contexts, …); `args` are the call's decoded arguments. */
+export type CallWrapper = (meta: CallMeta, run: () => Promise<unknown>, args: unknown[]) => Promise<unknown>;
 
 /** Starts a stream for an accepted STREAM request. */
 export type StreamStarter = (request: CallRequest, produce: () => unknown) => void;
@@ -97,7 +97,7 @@ export class CallServer {
         result = null;
       } else {
         const run = () => callScope.run({ agent: this.agent, caller: request.meta.from, meta: request.meta }, async () => produce());
-        result = await this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner), run)();
+        result = await this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args), run)();
       }
     } catch (error) {
       disposeTransient(request.args);

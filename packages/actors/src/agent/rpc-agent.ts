@@ -26,6 +26,7 @@ import { StreamProducers } from './stream-producer.js';
 import { RRefManager, type RRefStats } from '../rref/rref-manager.js';
 import type { RRef } from '../rref/rref.js';
 import '../rref/rref-codec.js';
+import { DistAutograd } from '../autograd/dist-autograd.js';
 
 /** Where a call goes: a worker name, a rank/id, or a WorkerInfo. */
 export type WorkerRef = string | number | WorkerInfo;
@@ -65,6 +66,8 @@ export class RpcAgent {
   /** @internal */ readonly consumers: StreamConsumers;
   /** @internal */ readonly metaContributors: MetaContributor[] = [];
   /** @internal */ readonly rrefs: RRefManager;
+  /** Distributed autograd of this worker [torch.distributed.autograd]: `context`, `backward`, `getGradients`. */
+  readonly distAutograd: DistAutograd;
   private state: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
   private shutdownRequested = false;
   private readonly onStopped: Array<() => void> = [];
@@ -80,6 +83,7 @@ export class RpcAgent {
     this.membership = new Membership(transport, this.control, name, options, options.worldSize, options.rank);
     this.control.on('sdstatus', () => this.shutdownStatus());
     this.rrefs = new RRefManager(this);
+    this.distAutograd = new DistAutograd(this);
     this.membership.gone$.subscribe(({ name: gone, reason }) => {
       const why = reason === 'left' ? 'left the group' : `stopped answering (no heartbeat for ${this.options.failureTimeoutMs} ms)`;
       this.calls.failAll(gone, new WorkerUnavailableError(`worker '${gone}' ${why}`));
@@ -94,8 +98,10 @@ export class RpcAgent {
     this.control.listen();
     this.server.listen();
     await this.membership.join();
-    if (this.options.worldSize !== undefined) await this.membership.awaitWorld(this.options.initTimeoutMs);
+    // Serving (and calling from served functions) starts now; a static group's
+    // initRpc still waits for everyone below.
     this.state = 'running';
+    if (this.options.worldSize !== undefined) await this.membership.awaitWorld(this.options.initTimeoutMs);
   }
 
   /** This worker [get_worker_info()]. */
@@ -233,7 +239,7 @@ export class RpcAgent {
 
   /** @internal True while the agent accepts calls. */
   get running(): boolean {
-    return this.state === 'running';
+    return this.state === 'running' || this.state === 'starting';
   }
 
   /** @internal Metadata for a call to `to`. */
@@ -270,7 +276,8 @@ export class RpcAgent {
 
   /** @internal Throws ShutdownError unless running. */
   checkRunning(): void {
-    if (this.state !== 'running') {
+    // A starting agent already serves calls, and the functions it runs may call out.
+    if (this.state === 'stopping' || this.state === 'stopped') {
       throw new ShutdownError(`RPC agent '${this.membership.name}' is not running: call initRpc() first`);
     }
   }

@@ -9,42 +9,123 @@ import { SerializationError } from '../errors.js';
 import { tf } from '../tf.js';
 
 type Tensor = TfNamespace.Tensor;
-type DataType = TfNamespace.DataType;
+type NumericDType = 'float32' | 'int32' | 'bool' | 'complex64';
 
-/** Numeric dtypes and the byte width of one stored element. */
-export const ELEMENT_BYTES: Record<Exclude<DataType, 'string'>, number> = {
+/** Numeric dtypes and the byte width of one element on the wire. */
+export const ELEMENT_BYTES: Readonly<Record<NumericDType, number>> = {
   float32: 4,
   int32: 4,
   bool: 1,
   complex64: 8,
 };
 
-/** Bytes of a tensor's data as they go on the wire (little-endian). */
-export function tensorBytes(tensor: Tensor): Uint8Array {
-  if (tensor.isDisposed) throw new SerializationError('cannot send a disposed tensor');
-  const values = tensor.dataSync() as Float32Array | Int32Array | Uint8Array;
-  if (tensor.dtype === 'bool' && !(values instanceof Uint8Array)) {
-    return Uint8Array.from(values as ArrayLike<number>, (v) => (v ? 1 : 0));
+/** Largest dimension accepted from the wire (tfjs indexes with int32). */
+const MAX_DIM = 0x7fffffff;
+
+/** The element width of `dtype`, or undefined for strings and unknown dtypes. */
+export function elementBytes(dtype: string): number | undefined {
+  return Object.prototype.hasOwnProperty.call(ELEMENT_BYTES, dtype) ? ELEMENT_BYTES[dtype as NumericDType] : undefined;
+}
+
+/** Throws unless `tensor` can be read now. */
+export function checkReadable(tensor: Tensor): void {
+  if (tensor.isDisposed) {
+    throw new SerializationError(`cannot send a disposed tensor (shape [${tensor.shape}], dtype ${tensor.dtype}): send it before disposing it`);
+  }
+}
+
+interface WasmBackendLike {
+  dataIdMap: { get(dataId: object): { memoryOffset?: unknown } | undefined };
+  wasm: { HEAPU8: Uint8Array };
+}
+
+/** The backend that holds `tensor`'s data (tensors of one process can live on several). */
+function backendOf(tensor: Tensor): unknown {
+  const state = (tf.engine() as unknown as { state?: { tensorInfo?: WeakMap<object, { backend?: unknown }> } }).state;
+  return state?.tensorInfo?.get(tensor.dataId)?.backend;
+}
+
+function isWasmBackend(backend: unknown): backend is WasmBackendLike {
+  const b = backend as Partial<WasmBackendLike> | undefined;
+  return typeof b?.dataIdMap?.get === 'function' && b.wasm?.HEAPU8 instanceof Uint8Array;
+}
+
+/**
+ * The bytes of a numeric tensor as they go on the wire (little-endian), as a
+ * view wherever the backend allows: the WASM heap itself, or the CPU backend's
+ * stored array. Copy the result at once: a later tfjs call may move the heap.
+ */
+export function tensorBytes(tensor: Tensor, byteLength: number): Uint8Array {
+  checkReadable(tensor);
+  if (byteLength === 0) return new Uint8Array(0);
+  const backend = backendOf(tensor);
+  if (tensor.dtype !== 'complex64' && isWasmBackend(backend)) {
+    // The WASM backend's readSync copies out of its heap; viewing the heap saves that copy.
+    const offset = backend.dataIdMap.get(tensor.dataId)?.memoryOffset;
+    const heap = backend.wasm.HEAPU8;
+    if (typeof offset === 'number' && offset > 0 && offset + byteLength <= heap.byteLength) {
+      return heap.subarray(offset, offset + byteLength);
+    }
+  }
+  let values = tf.engine().readSync(tensor.dataId) as unknown as ArrayBufferView;
+  const Wanted = tensor.dtype === 'int32' ? Int32Array : tensor.dtype === 'bool' ? Uint8Array : Float32Array;
+  if (!(values instanceof Wanted)) {
+    // A backend that keeps this dtype in another array type (rare): convert.
+    const items = values as unknown as ArrayLike<number>;
+    values = Wanted === Uint8Array ? Uint8Array.from(items, (v) => (v ? 1 : 0)) : Wanted.from(items);
+  }
+  if (values.byteLength !== byteLength) {
+    throw new SerializationError(`tensor of shape [${tensor.shape}] and dtype ${tensor.dtype} holds ${values.byteLength} bytes, expected ${byteLength}`);
   }
   return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
 }
 
-/** The strings of a string tensor. */
-export function tensorStrings(tensor: Tensor): string[] {
-  if (tensor.isDisposed) throw new SerializationError('cannot send a disposed tensor');
-  return tensor.dataSync() as unknown as string[];
+/** The raw bytes of each string of a string tensor (tfjs strings are byte strings). */
+export function tensorStringBytes(tensor: Tensor): Uint8Array[] {
+  checkReadable(tensor);
+  const values = tf.engine().readSync(tensor.dataId) as unknown as ArrayLike<Uint8Array | string>;
+  const out = new Array<Uint8Array>(values.length);
+  const encoder = new TextEncoder();
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    out[i] = typeof v === 'string' ? encoder.encode(v) : v;
+  }
+  return out;
 }
 
-function elementCount(shape: number[]): number {
+/** Number of elements of `shape`, checking every dimension. */
+export function elementCount(shape: unknown): number {
+  if (!Array.isArray(shape)) throw new SerializationError('tensor shape must be an array');
   let count = 1;
   for (const dim of shape) {
-    if (!Number.isInteger(dim) || dim < 0) throw new SerializationError(`invalid tensor dimension ${dim}`);
+    if (typeof dim !== 'number' || !Number.isInteger(dim) || dim < 0 || dim > MAX_DIM) {
+      throw new SerializationError(`invalid tensor dimension ${String(dim)} in shape [${shape}]`);
+    }
     count *= dim;
   }
+  if (!Number.isSafeInteger(count)) throw new SerializationError(`tensor shape [${shape}] is too large`);
   return count;
 }
 
-/** A typed array over `bytes[offset, offset+length)`: a view when aligned, a copy otherwise. */
+/**
+ * The values a tensor of `dtype` is built from: a typed array viewing
+ * `frame[offset, offset + count * width)` when the address is aligned for the
+ * element type, a copy otherwise. complex64 comes back interleaved (re, im).
+ */
+export function viewValues(dtype: NumericDType, frame: Uint8Array, offset: number, count: number): Float32Array | Int32Array | Uint8Array {
+  if (count === 0) return dtype === 'int32' ? new Int32Array(0) : dtype === 'bool' ? new Uint8Array(0) : new Float32Array(0);
+  switch (dtype) {
+    case 'float32':
+      return typedView(Float32Array, frame, offset, count);
+    case 'int32':
+      return typedView(Int32Array, frame, offset, count);
+    case 'complex64':
+      return typedView(Float32Array, frame, offset, count * 2);
+    case 'bool':
+      return boolView(frame.subarray(offset, offset + count));
+  }
+}
+
 function typedView<A extends Float32Array | Int32Array>(
   Ctor: { new (buffer: ArrayBufferLike, byteOffset: number, length: number): A; new (length: number): A; BYTES_PER_ELEMENT: number },
   bytes: Uint8Array,
@@ -58,44 +139,47 @@ function typedView<A extends Float32Array | Int32Array>(
   return copy;
 }
 
-/** Rebuilds a numeric tensor from `byteLength` bytes at `offset` in the frame. */
-export function tensorFromBytes(dtype: string, shape: number[], frame: Uint8Array, offset: number, byteLength: number): Tensor {
-  const width = (ELEMENT_BYTES as Record<string, number | undefined>)[dtype];
-  if (width === undefined) throw new SerializationError(`unknown tensor dtype '${dtype}'`);
-  const count = elementCount(shape);
-  if (count * width !== byteLength) {
-    throw new SerializationError(`tensor of shape [${shape}] and dtype ${dtype} needs ${count * width} bytes, frame has ${byteLength}`);
+/** bool bytes are 0 or 1; anything else from a foreign sender is normalised (on a copy). */
+function boolView(bytes: Uint8Array): Uint8Array {
+  for (let i = 0; i < bytes.length; i++) {
+    if (bytes[i]! > 1) return Uint8Array.from(bytes, (v) => (v ? 1 : 0));
   }
-  if (offset < 0 || offset + byteLength > frame.byteLength) {
-    throw new SerializationError('tensor data lies outside the message (truncated?)');
-  }
-  switch (dtype) {
-    case 'float32':
-      return tf.tensor(typedView(Float32Array, frame, offset, count), shape, 'float32');
-    case 'int32':
-      return tf.tensor(typedView(Int32Array, frame, offset, count), shape, 'int32');
-    case 'bool':
-      return tf.tensor(frame.slice(offset, offset + byteLength), shape, 'bool');
-    default:
-      return complexFromInterleaved(typedView(Float32Array, frame, offset, count * 2), shape);
-  }
-}
-
-/** Rebuilds a string tensor. */
-export function tensorFromStrings(shape: number[], values: unknown): Tensor {
-  if (!Array.isArray(values) || values.some((v) => typeof v !== 'string')) {
-    throw new SerializationError('string tensor values must be an array of strings');
-  }
-  if (elementCount(shape) !== values.length) {
-    throw new SerializationError(`string tensor of shape [${shape}] needs ${elementCount(shape)} values, got ${values.length}`);
-  }
-  return tf.tensor(values as string[], shape, 'string');
+  return bytes;
 }
 
 /**
- * complex64 from interleaved (re, im) pairs. Backends without complex kernels
- * (WASM) still get a complex tensor: it is built on the CPU backend, where it
- * can be read and sent on.
+ * Rebuilds a numeric tensor from `byteLength` bytes at `offset` in the frame.
+ * The caller has checked that the range lies inside the frame.
+ */
+export function tensorFromBytes(dtype: string, shape: number[], frame: Uint8Array, offset: number, byteLength: number): Tensor {
+  const width = elementBytes(dtype);
+  if (width === undefined) throw new SerializationError(`unknown tensor dtype '${dtype}'`);
+  const count = elementCount(shape);
+  if (count * width !== byteLength) {
+    throw new SerializationError(`tensor of shape [${shape}] and dtype ${dtype} needs ${count * width} bytes, the frame gives ${byteLength}`);
+  }
+  const values = viewValues(dtype as NumericDType, frame, offset, count);
+  if (dtype === 'complex64') return complexFromInterleaved(values as Float32Array, shape);
+  return tf.tensor(values, shape, dtype as NumericDType);
+}
+
+/** Rebuilds a string tensor from the bytes (or strings) of its elements. */
+export function tensorFromStrings(shape: number[], values: unknown): Tensor {
+  const count = elementCount(shape);
+  if (!Array.isArray(values) || values.length !== count) {
+    throw new SerializationError(`string tensor of shape [${shape}] needs an array of ${count} values`);
+  }
+  for (const v of values) {
+    if (!(v instanceof Uint8Array) && typeof v !== 'string') throw new SerializationError('string tensor values must be byte strings');
+  }
+  return tf.tensor(values as Uint8Array[], shape, 'string');
+}
+
+/**
+ * complex64 from interleaved (re, im) pairs. tfjs keeps the two parts apart,
+ * so this one dtype needs a pass over the elements. Backends without complex
+ * kernels (WASM) still get a complex tensor: it is built on the CPU backend,
+ * where it can be read and sent on.
  */
 function complexFromInterleaved(interleaved: Float32Array, shape: number[]): Tensor {
   const count = interleaved.length / 2;
@@ -112,7 +196,7 @@ function complexFromInterleaved(interleaved: Float32Array, shape: number[]): Ten
   const cpu = engine.findBackend('cpu') as unknown as {
     makeTensorInfo(shape: number[], dtype: string, values: Float32Array): TfNamespace.TensorInfo;
     disposeIntermediateTensorInfo(info: TfNamespace.TensorInfo): void;
-  };
+  } | null;
   const complexKernel = tf.getKernel('Complex', 'cpu');
   if (!cpu || !complexKernel) throw new SerializationError('complex64 tensors need the CPU backend, which is not registered');
   const realInfo = cpu.makeTensorInfo(shape, 'float32', real);

@@ -35,6 +35,12 @@ export interface InboundMessage {
 export interface SubscribeOptions {
   /** Members of one queue group share the messages, each delivered to one. */
   queue?: string;
+  /**
+   * Told of what this subscription could not deliver: the bus refused the
+   * subject (`PermissionDeniedError`), a chunked message failed
+   * (`TransportError`).
+   */
+  onError?: (error: Error) => void;
 }
 
 /** A live subscription. */

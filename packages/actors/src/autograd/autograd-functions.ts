@@ -1,0 +1,33 @@
+/**
+ * The callee side of the autograd protocol, registered like any remote
+ * function and called through the ordinary call path (so timeouts and failure
+ * detection apply: a dead participant fails a backward at once).
+ * @module
+ */
+import { ShutdownError, type tf } from '@tensorbus/core';
+import { callScope } from '../agent/call-context.js';
+import { remoteFunction } from '../registry/functions.js';
+import type { DistAutograd } from './dist-autograd.js';
+import { GRADS, RELEASE } from './protocol.js';
+
+/** The distributed autograd of the agent serving the current call, and the caller. */
+function serving(): { autograd: DistAutograd; caller: string } {
+  const scope = callScope.getStore();
+  const autograd = (scope?.agent as { distAutograd?: DistAutograd } | undefined)?.distAutograd;
+  if (!scope || !autograd) throw new ShutdownError('autograd protocol functions run only inside calls to an agent');
+  return { autograd, caller: scope.caller };
+}
+
+/** Gradients for the tensors this worker sent as message `msgId`: runs the passes they cause. */
+export const receiveGradients = remoteFunction(GRADS, async (contextId: string, msgId: string, grads: Array<tf.Tensor | null>): Promise<null> => {
+  const { autograd, caller } = serving();
+  await autograd.receiveGradients(contextId, msgId, grads, caller);
+  return null;
+});
+
+/** Releases a context here and on the workers it knows (but the caller). */
+export const releaseContext = remoteFunction(RELEASE, async (contextId: string): Promise<null> => {
+  const { autograd, caller } = serving();
+  await autograd.releaseFrom(contextId, caller);
+  return null;
+});

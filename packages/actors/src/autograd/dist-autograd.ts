@@ -1,0 +1,337 @@
+/**
+ * Distributed autograd of one worker [torch.distributed.autograd]:
+ * `agent.distAutograd.context(fn)`, `backward(contextId, roots)`,
+ * `getGradients(contextId)`. Contexts travel with every call made inside
+ * them; backward runs across every worker involved (FAST mode); contexts are
+ * released everywhere when the callback settles. See docs/dist-autograd.md.
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import { AutogradError, InvalidArgumentError, RemoteError, tf } from '@tensorbus/core';
+import type { CallMeta } from '../agent/call-context.js';
+import type { RpcAgent } from '../agent/rpc-agent.js';
+import { forEachTensor } from '../tensors.js';
+import { receiveGradients, releaseContext } from './autograd-functions.js';
+import { localPass, type PassResult } from './backward-pass.js';
+import { AutogradContext, differentiable, isLeaf, type RecvRecord } from './context.js';
+import { creatorOf, META_KEY, replyId, tagOf } from './protocol.js';
+import { contextClosed, contextOpened, recordingScope, withoutRecording } from './tape.js';
+
+type Tensor = tf.Tensor;
+
+/** Identifies a distributed autograd context on every worker it reaches. */
+export type ContextId = string;
+
+/** Options of {@link DistAutograd.backward}. */
+export interface BackwardOptions {
+  /**
+   * Keep the graph for another backward in the same context (gradients then
+   * accumulate). Without it, a second backward from this worker rejects.
+   */
+  retainGraph?: boolean;
+}
+
+const TOMBSTONES = 10_000;
+
+/** The float tensors nested in `value` (the ones a gradient can flow through). */
+function floatTensors(value: unknown): Tensor[] {
+  const found: Tensor[] = [];
+  forEachTensor(value, (tensor) => {
+    if (differentiable(tensor)) found.push(tensor);
+  });
+  return found;
+}
+
+/**
+ * A worker's distributed autograd, as `agent.distAutograd`.
+ *
+ * @example
+ * ```ts
+ * await agent.distAutograd.context(async (ctxId) => {
+ *   const h = await agent.rpcSync('ps', embed, [x]);
+ *   const loss = tf.losses.meanSquaredError(y, model(h));
+ *   await agent.distAutograd.backward(ctxId, [loss]);
+ *   const grads = agent.distAutograd.getGradients(ctxId); // Map<tf.Variable, tf.Tensor>
+ * });
+ * ```
+ */
+export class DistAutograd {
+  private readonly contexts = new Map<ContextId, AutogradContext>();
+  /** Ids released here: a call of theirs arriving late must not bring them back. */
+  private readonly released = new Set<ContextId>();
+  private readonly instance = randomBytes(3).toString('hex');
+  private contextCount = 0;
+  private messageCount = 0;
+
+  /** @internal Hooks into the agent's call path; made by the agent. */
+  constructor(private readonly agent: RpcAgent) {
+    agent.metaContributors.push((meta) => this.tagCall(meta));
+    agent.calls.taps.push((to, args, meta) => this.onRequest(to, args, meta));
+    agent.server.wrap((meta, run, args) => this.serve(meta, run, args));
+    agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
+    agent.whenStopped(() => this.dropAll());
+  }
+
+  /**
+   * Runs `fn` inside a new context [dist_autograd.context()]. Every RPC made
+   * inside it (awaited or not, nested to any depth, to self too, RRef uses
+   * included) belongs to the context. When `fn` settles, the context is
+   * released here and on every worker it reached; then this resolves with
+   * `fn`'s result, or rejects with its error.
+   */
+  async context<T>(fn: (contextId: ContextId) => T | PromiseLike<T>): Promise<T> {
+    this.agent.checkRunning();
+    const current = this.current();
+    if (current !== undefined) throw new InvalidArgumentError(`already inside autograd context ${current.id}: contexts do not nest`);
+    const context = this.open(`${this.agent.self.name}/${this.instance}.${(++this.contextCount).toString(36)}`);
+    try {
+      return await recordingScope.run(context, () => fn(context.id));
+    } finally {
+      await this.release(context, undefined);
+    }
+  }
+
+  /**
+   * Runs the backward pass from `roots` across every worker involved
+   * [dist_autograd.backward]. Gradients accumulate in the context of each
+   * worker, never in the variables. Roots must be float32 tensors computed
+   * inside the context (any shape: the pass starts from ones).
+   * @throws AutogradError 'AUTOGRAD_CONTEXT_NOT_FOUND' for an unknown context,
+   *   'AUTOGRAD_BACKWARD_FAILED' (naming the worker) when any worker fails.
+   */
+  async backward(contextId: ContextId, roots: Tensor[], options: BackwardOptions = {}): Promise<void> {
+    const context = this.require(contextId);
+    this.agent.checkRunning();
+    if (!Array.isArray(roots) || roots.length === 0) throw new InvalidArgumentError('backward() needs a non-empty array of root tensors');
+    roots.forEach((root, i) => {
+      if (!(root instanceof tf.Tensor)) throw new InvalidArgumentError(`roots[${i}] is not a tensor`);
+      if (root.isDisposed) throw new InvalidArgumentError(`roots[${i}] is disposed`);
+      if (!differentiable(root)) throw new InvalidArgumentError(`roots[${i}] has dtype '${root.dtype}': only float32 tensors have gradients`);
+      if (!context.tracked.has(root.id) && !isLeaf(root)) {
+        throw new InvalidArgumentError(
+          `roots[${i}] was not computed in autograd context ${contextId}: compute it inside the context() callback, from variables or tensors received by RPC`,
+        );
+      }
+    });
+    if (context.graphUsed) {
+      throw new AutogradError(
+        'AUTOGRAD_BACKWARD_FAILED',
+        `the graph of autograd context ${contextId} was already used by backward(): pass { retainGraph: true } to every backward() but the last`,
+      );
+    }
+    const seeds = withoutRecording(() => roots.map((root): [Tensor, Tensor] => [root, tf.onesLike(root)]));
+    try {
+      await this.pass(context, seeds);
+    } finally {
+      for (const [, one] of seeds) one.dispose();
+    }
+    if (!options.retainGraph) context.graphUsed = true;
+  }
+
+  /**
+   * The gradients accumulated on this worker in the context
+   * [dist_autograd.get_gradients]: trainable variable -> gradient. The
+   * tensors belong to the context and are disposed when it is released:
+   * clone those you keep.
+   * @throws AutogradError 'AUTOGRAD_CONTEXT_NOT_FOUND' for an unknown context.
+   */
+  getGradients(contextId: ContextId): Map<tf.Variable, Tensor> {
+    return new Map(this.require(contextId).grads);
+  }
+
+  /**
+   * The workers this worker's part of the context exchanged calls with
+   * [_known_worker_ids]: they hold parts of it, and are told to release it.
+   * @throws AutogradError 'AUTOGRAD_CONTEXT_NOT_FOUND' for an unknown context.
+   */
+  knownWorkers(contextId: ContextId): string[] {
+    return [...this.require(contextId).known].sort();
+  }
+
+  /** True while this worker holds context `contextId`. */
+  has(contextId: ContextId): boolean {
+    return this.contexts.has(contextId);
+  }
+
+  /** The id of the context the running code belongs to on this worker, if any [_current_context]. */
+  currentContextId(): ContextId | undefined {
+    return this.current()?.id;
+  }
+
+  /** Number of contexts this worker holds now. */
+  get size(): number {
+    return this.contexts.size;
+  }
+
+  // ---- recording (hooks of the call path) -------------------------------------
+
+  private current(): AutogradContext | undefined {
+    const store = recordingScope.getStore();
+    return store instanceof AutogradContext && store.home === this && store.open ? store : undefined;
+  }
+
+  /** Meta contributor: a call made inside a context carries it. */
+  private tagCall(meta: CallMeta): void {
+    const context = this.current();
+    if (context !== undefined) meta[META_KEY] = [context.id, `${this.agent.self.name}.${this.instance}.${(++this.messageCount).toString(36)}`];
+  }
+
+  /** Caller side: records the tensors sent, and those the reply brings. */
+  private onRequest(to: string, args: unknown[], meta: CallMeta): ((value: unknown) => void) | undefined {
+    const tag = meta[META_KEY] === undefined ? undefined : tagOf(meta);
+    if (tag === undefined) return undefined;
+    const context = this.contexts.get(tag[0]);
+    if (context === undefined || !context.open) return undefined;
+    context.addSend(tag[1], to, floatTensors(args));
+    return (value) => {
+      if (context.open) context.addRecv(to, replyId(tag[1]), floatTensors(value));
+    };
+  }
+
+  /** Callee side: joins the caller's context, records the tensors received and those replied. */
+  private serve(meta: CallMeta, run: () => Promise<unknown>, args: unknown[]): Promise<unknown> {
+    const tag = meta[META_KEY] === undefined ? undefined : tagOf(meta);
+    // In-process transports deliver in the sender's async scope: a call outside any context must not inherit one.
+    if (tag === undefined) return recordingScope.getStore() === undefined ? run() : recordingScope.exit(run);
+    const context = this.join(tag[0], meta.from);
+    if (context === undefined) return recordingScope.exit(run);
+    context.addRecv(meta.from, tag[1], floatTensors(args));
+    return recordingScope.run(context, run).then((result) => {
+      if (context.open) context.addSend(replyId(tag[1]), meta.from, floatTensors(result));
+      return result;
+    });
+  }
+
+  private open(id: ContextId): AutogradContext {
+    const context = new AutogradContext(id, this);
+    this.contexts.set(id, context);
+    contextOpened();
+    return context;
+  }
+
+  /** The context `id` here, created on first contact, unless it was already released here. */
+  private join(id: ContextId, from: string): AutogradContext | undefined {
+    let context = this.contexts.get(id);
+    if (context === undefined) {
+      if (this.released.has(id) || !this.agent.running) return undefined;
+      context = this.open(id);
+    }
+    context.known.add(from);
+    return context;
+  }
+
+  private require(id: ContextId): AutogradContext {
+    const context = typeof id === 'string' ? this.contexts.get(id) : undefined;
+    if (context === undefined) {
+      throw new AutogradError(
+        'AUTOGRAD_CONTEXT_NOT_FOUND',
+        `worker '${this.agent.self.name}' has no autograd context ${String(id)}: contexts are released when their context() callback settles`,
+      );
+    }
+    return context;
+  }
+
+  // ---- backward ----------------------------------------------------------------
+
+  /** @internal Gradients arrived for the tensors of send `msgId`: runs the local pass they start. */
+  async receiveGradients(contextId: ContextId, msgId: string, grads: Array<Tensor | null>, from: string): Promise<void> {
+    const context = this.require(contextId);
+    const send = context.sends.get(msgId);
+    if (send === undefined) return;
+    if (!Array.isArray(grads) || grads.length !== send.tensors.length) {
+      throw new AutogradError('AUTOGRAD_BACKWARD_FAILED', `worker '${from}' sent ${String(grads?.length)} gradient(s) for message ${msgId}, which carried ${send.tensors.length} tensor(s)`);
+    }
+    const seeds: Array<[Tensor, Tensor]> = [];
+    send.tensors.forEach((tensor, i) => {
+      const grad = grads[i];
+      if (grad instanceof tf.Tensor) seeds.push([tensor, grad]);
+    });
+    if (seeds.length > 0) await this.pass(context, seeds);
+  }
+
+  /** One local pass, then the gradients it produced for received tensors go back to their senders. */
+  private async pass(context: AutogradContext, seeds: Array<[Tensor, Tensor]>): Promise<void> {
+    let result: PassResult;
+    try {
+      result = localPass(context, seeds);
+    } catch (error) {
+      throw this.failure(context, this.agent.self.name, error);
+    }
+    for (const [variable, grad] of result.leaves) {
+      if (context.open) context.accumulate(variable, grad);
+      else grad.dispose();
+    }
+    const settled = await Promise.allSettled([...result.outgoing].map(([record, grads]) => this.sendGradients(context, record, grads)));
+    for (const row of result.outgoing.values()) for (const grad of row) grad?.dispose();
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  private async sendGradients(context: AutogradContext, record: RecvRecord, grads: Array<Tensor | null>): Promise<void> {
+    try {
+      this.agent.resolveLive(record.peer);
+      await this.protocolCall(record.peer, receiveGradients, [context.id, record.msgId, grads]);
+    } catch (error) {
+      throw this.failure(context, record.peer, error);
+    }
+  }
+
+  /** The error of a backward that failed on `worker` (an error that already names its worker is kept). */
+  private failure(context: AutogradContext, worker: string, error: unknown): AutogradError {
+    if (error instanceof AutogradError && error.code === 'AUTOGRAD_BACKWARD_FAILED') return error;
+    const reason =
+      error instanceof RemoteError ? `${error.remoteName}: ${error.remoteMessage}` : error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    return new AutogradError('AUTOGRAD_BACKWARD_FAILED', `backward of autograd context ${context.id} failed on worker '${worker}': ${reason}`, { cause: error });
+  }
+
+  /** A protocol call: made outside any context, so it is neither tagged nor recorded. */
+  private protocolCall(to: string, fn: { remoteName: string }, args: unknown[], timeoutMs?: number): Promise<unknown> {
+    return recordingScope.exit(() => this.agent.calls.call(to, fn.remoteName, args, this.agent.meta(to), timeoutMs === undefined ? {} : { timeoutMs }));
+  }
+
+  // ---- release -----------------------------------------------------------------
+
+  /** @internal `from` asked to release `contextId`: releases it here and on the workers it knows. */
+  async releaseFrom(contextId: ContextId, from: string): Promise<void> {
+    const context = this.contexts.get(contextId);
+    if (context === undefined) {
+      this.tombstone(contextId);
+      return;
+    }
+    await this.release(context, from);
+  }
+
+  /** Drops `context` here, then asks every worker it knows but `from` to do the same, and waits for them. */
+  private async release(context: AutogradContext, from: string | undefined): Promise<void> {
+    if (!this.drop(context)) return;
+    const self = this.agent.self.name;
+    const peers = [...context.known].filter((w) => w !== from && w !== self && this.agent.membership.departure(w) === undefined);
+    if (peers.length === 0 || !this.agent.running) return;
+    const timeoutMs = Math.min(this.agent.options.rpcTimeoutMs || 10_000, 10_000);
+    await Promise.all(peers.map((w) => this.protocolCall(w, releaseContext, [context.id], timeoutMs).catch(() => undefined)));
+  }
+
+  /** Forgets `context` here and disposes what it holds; false if it was already gone. */
+  private drop(context: AutogradContext): boolean {
+    if (!context.open) return false;
+    this.contexts.delete(context.id);
+    this.tombstone(context.id);
+    context.release();
+    contextClosed();
+    return true;
+  }
+
+  private tombstone(id: ContextId): void {
+    this.released.add(id);
+    if (this.released.size > TOMBSTONES) this.released.delete(this.released.values().next().value as ContextId);
+  }
+
+  /** A worker left or failed: the contexts it created can never be released by it. */
+  private onWorkerGone(name: string): void {
+    for (const context of [...this.contexts.values()]) if (creatorOf(context.id) === name) this.drop(context);
+  }
+
+  private dropAll(): void {
+    for (const context of [...this.contexts.values()]) this.drop(context);
+  }
+}

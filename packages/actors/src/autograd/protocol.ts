@@ -1,0 +1,43 @@
+/**
+ * The distributed autograd protocol's messages. See docs/dist-autograd.md.
+ *
+ * Forward (on every call made inside a context, in the call's metadata):
+ *   meta.ag = [contextId, msgId]      the caller records a send `msgId` (tensors in args)
+ *                                     and, on the reply, a recv `msgId~` (tensors in the value);
+ *                                     the callee joins the context, records a recv `msgId`,
+ *                                     runs the function in the context, records a send `msgId~`
+ *
+ * Backward and cleanup (calls, through the agent's registry, outside any context):
+ *   tb.autograd.grads(contextId, msgId, grads[])  gradients for the tensors of send `msgId`;
+ *                                                 resolves once every pass it causes is done
+ *   tb.autograd.release(contextId)                drop the context here and on the workers it knows
+ * @module
+ */
+
+/** The metadata key of a call made inside a context. */
+export const META_KEY = 'ag';
+
+/** The metadata of a call made inside a context: [contextId, msgId]. */
+export type AutogradTag = [contextId: string, msgId: string];
+
+/** Remote function names of the protocol. */
+export const GRADS = 'tb.autograd.grads';
+export const RELEASE = 'tb.autograd.release';
+
+/** The id of the send made by a reply to message `msgId`. */
+export function replyId(msgId: string): string {
+  return `${msgId}~`;
+}
+
+/** The tag of `meta`, if it carries a well-formed one. */
+export function tagOf(meta: Record<string, unknown>): AutogradTag | undefined {
+  const tag = meta[META_KEY];
+  if (!Array.isArray(tag) || tag.length !== 2 || typeof tag[0] !== 'string' || typeof tag[1] !== 'string') return undefined;
+  return tag as AutogradTag;
+}
+
+/** The worker that created context `contextId` (ids are `<worker>/<instance>.<n>`). */
+export function creatorOf(contextId: string): string {
+  const slash = contextId.indexOf('/');
+  return slash < 0 ? '' : contextId.slice(0, slash);
+}

@@ -1,0 +1,28 @@
+/**
+ * Helpers of the distributed autograd tests.
+ */
+import type { ExecutionContext } from 'ava';
+import { tf } from '@tensorbus/core';
+
+/** Asserts that `actual` equals `expected` elementwise within `tolerance` (and has its shape). */
+export async function assertClose(t: ExecutionContext, actual: tf.Tensor | null | undefined, expected: tf.Tensor, message = '', tolerance = 1e-5): Promise<void> {
+  if (!actual) {
+    t.fail(`${message}: no gradient`);
+    return;
+  }
+  t.deepEqual(actual.shape, expected.shape, `${message}: shape`);
+  const [a, e] = await Promise.all([actual.data(), expected.data()]);
+  let worst = 0;
+  for (let i = 0; i < e.length; i++) worst = Math.max(worst, Math.abs(Number(a[i]) - Number(e[i])));
+  t.true(worst <= tolerance, `${message}: differs by ${worst} (actual ${[...a].slice(0, 6)}, expected ${[...e].slice(0, 6)})`);
+}
+
+/** Local gradients of `f` with respect to `xs` (tf.grads), disposed by the caller. */
+export function localGrads(f: (...xs: tf.Tensor[]) => tf.Tensor, xs: tf.Tensor[]): tf.Tensor[] {
+  return tf.grads(f)(xs);
+}
+
+/** A trainable variable with deterministic values. */
+export function variable(shape: number[], seed: number): tf.Variable {
+  return tf.variable(tf.randomUniform(shape, -1, 1, 'float32', seed));
+}

@@ -1,0 +1,113 @@
+/**
+ * The sending side of chunked transfers: announces a large payload, then
+ * serves each receiver's pulls with at most `credit` chunks ahead.
+ * @module
+ */
+import { headers, type MsgHdrs, type NatsConnection, type Subscription } from 'nats';
+import { TransportError } from '@tensorbus/core';
+import { DEFAULT_WINDOW, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, type PullMessage } from './chunk-protocol.js';
+
+/** How a transfer ends for the sender. */
+export interface SendOutcome {
+  /** Resolves when one receiver got everything; rejects when the transfer failed. */
+  delivered: Promise<void>;
+  /** Stops serving and frees the payload. */
+  cancel(reason: string): void;
+}
+
+interface Puller {
+  next: number;
+  credit: number;
+}
+
+let transfers = 0;
+
+/**
+ * Announces `data` on `subject` (with `reply`, if any) and serves chunks of
+ * `chunkSize` to receivers that pull them. A transfer with no progress for
+ * `timeoutMs` fails. `keepForMore` keeps serving further receivers (publish
+ * to several subscribers) until idle.
+ */
+export function sendChunked(
+  nc: NatsConnection,
+  subject: string,
+  reply: string | undefined,
+  data: Uint8Array,
+  chunkSize: number,
+  timeoutMs: number,
+  inbox: () => string,
+  keepForMore = false,
+): SendOutcome {
+  const transferId = `${process.pid}.${++transfers}`;
+  const pullSubject = inbox();
+  const chunks = Math.ceil(data.byteLength / chunkSize);
+  const pullers = new Map<string, Puller>();
+  let settled = false;
+  let resolveDelivered!: () => void;
+  let rejectDelivered!: (error: Error) => void;
+  const delivered = new Promise<void>((resolve, reject) => {
+    resolveDelivered = resolve;
+    rejectDelivered = reject;
+  });
+  delivered.catch(() => undefined);
+  let idle: NodeJS.Timeout;
+  const touch = () => {
+    clearTimeout(idle);
+    idle = setTimeout(() => finish(keepForMore && pullers.size === 0 && deliveredOnce ? undefined : new TransportError(`chunked transfer ${transferId} to '${subject}' made no progress for ${timeoutMs} ms: the receiver is gone or too slow`)), timeoutMs);
+  };
+  let deliveredOnce = false;
+  let sub: Subscription | undefined;
+  const finish = (error?: Error) => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(idle);
+    sub?.unsubscribe();
+    pullers.clear();
+    if (error && !deliveredOnce) rejectDelivered(error);
+    else resolveDelivered();
+  };
+  const pump = (receiver: string, puller: Puller) => {
+    while (puller.credit > 0 && puller.next < chunks && !settled) {
+      const k = puller.next++;
+      puller.credit--;
+      const h = headers();
+      h.set(H_SEQ, String(k));
+      nc.publish(receiver, data.subarray(k * chunkSize, Math.min(data.byteLength, (k + 1) * chunkSize)), { headers: h });
+    }
+    if (puller.next >= chunks) {
+      pullers.delete(receiver);
+      deliveredOnce = true;
+      if (!keepForMore) finish();
+      else resolveDelivered();
+    }
+  };
+  sub = nc.subscribe(pullSubject, {
+    callback: (err, msg) => {
+      if (err || settled) return;
+      let pull: PullMessage;
+      try {
+        pull = JSON.parse(new TextDecoder().decode(msg.data)) as PullMessage;
+      } catch {
+        return;
+      }
+      if (typeof pull.s !== 'string') return;
+      touch();
+      if (pull.abort !== undefined) {
+        pullers.delete(pull.s);
+        if (!keepForMore) finish(new TransportError(`the receiver of a ${data.byteLength}-byte transfer to '${subject}' gave up: ${pull.abort}`));
+        return;
+      }
+      let puller = pullers.get(pull.s);
+      if (!puller) pullers.set(pull.s, (puller = { next: 0, credit: 0 }));
+      puller.credit += Math.max(0, Math.min(pull.c ?? DEFAULT_WINDOW, 1_024));
+      pump(pull.s, puller);
+    },
+  });
+  const h: MsgHdrs = headers();
+  h.set(H_TRANSFER, transferId);
+  h.set(H_SIZE, String(data.byteLength));
+  h.set(H_PULL, pullSubject);
+  touch();
+  nc.publish(subject, new Uint8Array(0), { headers: h, reply });
+  return { delivered, cancel: (reason) => finish(new TransportError(reason)) };
+}

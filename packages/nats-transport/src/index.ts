@@ -1,0 +1,12 @@
+/**
+ * @tensorbus/nats-transport: the tensorbus Transport on NATS, and an embedded
+ * nats-server for tests, the demo and the launcher.
+ * @module
+ */
+export { natsTransport } from './nats-transport.js';
+export type { NatsTransportOptions } from './options.js';
+export { startNatsServer } from './server/start-nats-server.js';
+export type { NatsServer, NatsServerOptions } from './server/start-nats-server.js';
+export { startNatsCluster } from './server/cluster.js';
+export type { NatsCluster } from './server/cluster.js';
+export { findNatsServer, INSTALL_HINT } from './server/find-binary.js';

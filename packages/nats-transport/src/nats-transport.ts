@@ -1,0 +1,242 @@
+/**
+ * The tensorbus `Transport` on NATS: request/reply through one multiplexed
+ * inbox, publish, subscribe, status, and chunked transfers of payloads beyond
+ * the server's `max_payload`. Small messages go out as they are, with no
+ * header and no copy.
+ * @module
+ */
+import { BehaviorSubject } from 'rxjs';
+import { connect, createInbox, type Msg, type NatsConnection, type Subscription } from 'nats';
+import {
+  RpcTimeoutError,
+  ShutdownError,
+  WorkerUnavailableError,
+  type InboundMessage,
+  type RequestOptions,
+  type SubscribeOptions,
+  type Transport,
+  type TransportStatus,
+  type TransportSubscription,
+} from '@tensorbus/core';
+import { abortError } from '@tensorbus/core/internal';
+import { DEFAULT_CHUNK_TIMEOUT_MS, HEADROOM } from './chunks/chunk-protocol.js';
+import { isAnnouncement, receiveChunked } from './chunks/chunk-receiver.js';
+import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
+import { connectError, permissionError } from './errors.js';
+import { connectionOptions, type NatsTransportOptions } from './options.js';
+
+interface Pending {
+  subject: string;
+  resolve(data: Uint8Array): void;
+  reject(error: Error): void;
+}
+
+/** A Transport on one NATS connection. */
+export class NatsTransport implements Transport {
+  readonly kind = 'nats';
+  readonly maxPayload: number;
+  readonly status$ = new BehaviorSubject<TransportStatus>('connected');
+  private readonly prefix: string;
+  private readonly inbox: string;
+  private readonly inboxPrefix: string;
+  private readonly pending = new Map<string, Pending>();
+  private readonly muxSubscription: Subscription;
+  private readonly chunkTimeoutMs: number;
+  private readonly maxTransferBytes: number;
+  private readonly smallLimit: number;
+  private nextToken = 0;
+  private closed = false;
+
+  constructor(private readonly nc: NatsConnection, options: NatsTransportOptions) {
+    this.prefix = options.namespace ? `${options.namespace}.` : '';
+    this.inboxPrefix = options.inboxPrefix ?? '_INBOX';
+    this.inbox = createInbox(this.inboxPrefix);
+    this.maxPayload = nc.info?.max_payload ?? 1_048_576;
+    this.smallLimit = this.maxPayload - HEADROOM;
+    this.chunkTimeoutMs = options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS;
+    this.maxTransferBytes = options.maxTransferBytes ?? 2 ** 31 - 1;
+    this.muxSubscription = nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => this.onReply(err, msg) });
+    void this.watchStatus();
+    void nc.closed().then(() => this.onClosed());
+  }
+
+  request(subject: string, data: Uint8Array, options: RequestOptions = {}): Promise<Uint8Array> {
+    if (this.closed) return Promise.reject(new ShutdownError('the NATS transport is closed'));
+    if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
+    const full = this.prefix + subject;
+    const token = (++this.nextToken).toString(36);
+    const reply = `${this.inbox}.${token}`;
+    return new Promise<Uint8Array>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      let outgoing: SendOutcome | undefined;
+      const cleanup = () => {
+        this.pending.delete(token);
+        if (timer) clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+      };
+      const onAbort = () => {
+        cleanup();
+        outgoing?.cancel('the request was aborted');
+        reject(abortError(options.signal));
+      };
+      this.pending.set(token, {
+        subject: full,
+        resolve: (value) => {
+          cleanup();
+          resolve(value);
+        },
+        reject: (error) => {
+          cleanup();
+          outgoing?.cancel(error.message);
+          reject(error);
+        },
+      });
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      if (options.timeoutMs) {
+        timer = setTimeout(() => this.pending.get(token)?.reject(new RpcTimeoutError(`no reply on '${subject}' within ${options.timeoutMs} ms`)), options.timeoutMs);
+      }
+      try {
+        if (data.byteLength <= this.smallLimit) {
+          this.nc.publish(full, data, { reply });
+        } else {
+          outgoing = sendChunked(this.nc, full, reply, data, this.smallLimit, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix));
+          outgoing.delivered.catch((error: Error) => this.pending.get(token)?.reject(error));
+        }
+      } catch (error) {
+        this.pending.get(token)?.reject(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+  }
+
+  publish(subject: string, data: Uint8Array): void {
+    if (this.closed) throw new ShutdownError('the NATS transport is closed');
+    this.send(this.prefix + subject, data, undefined, true);
+  }
+
+  subscribe(subject: string, handler: (message: InboundMessage) => void, options: SubscribeOptions = {}): TransportSubscription {
+    if (this.closed) throw new ShutdownError('the NATS transport is closed');
+    const strip = this.prefix.length;
+    const deliver = (msg: Msg, data: Uint8Array) => {
+      const reply = msg.reply;
+      handler({
+        subject: msg.subject.slice(strip),
+        data,
+        reply,
+        respond: (answer) => {
+          if (!reply || this.closed) return false;
+          try {
+            this.send(reply, answer, undefined, false);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+      });
+    };
+    const sub = this.nc.subscribe(this.prefix + subject, {
+      queue: options.queue,
+      callback: (err, msg) => {
+        if (err) {
+          options.onError?.(err.isPermissionError?.() ? permissionError('subscribe', this.prefix + subject, err) : err);
+          return;
+        }
+        if (!isAnnouncement(msg)) return deliver(msg, msg.data);
+        receiveChunked(this.nc, msg, this.maxTransferBytes, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix)).then(
+          (data) => deliver(msg, data),
+          (error: unknown) => options.onError?.(error as Error),
+        );
+      },
+    });
+    return { unsubscribe: () => sub.unsubscribe() };
+  }
+
+  async flush(): Promise<void> {
+    if (this.closed) throw new ShutdownError('the NATS transport is closed');
+    await this.nc.flush();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.onClosed();
+    await this.nc.close();
+  }
+
+  /** Publishes small payloads as they are, large ones in chunks. */
+  private send(subject: string, data: Uint8Array, reply: string | undefined, fanOut: boolean): void {
+    if (data.byteLength <= this.smallLimit) this.nc.publish(subject, data, { reply });
+    else sendChunked(this.nc, subject, reply, data, this.smallLimit, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix), fanOut);
+  }
+
+  private onReply(err: Error | null, msg: Msg): void {
+    if (err) return;
+    const token = msg.subject.slice(this.inbox.length + 1);
+    const pending = this.pending.get(token);
+    if (!pending) return;
+    if (msg.headers?.code === 503) {
+      pending.reject(new WorkerUnavailableError(`no responders on '${pending.subject.slice(this.prefix.length)}'`));
+      return;
+    }
+    if (!isAnnouncement(msg)) {
+      pending.resolve(msg.data);
+      return;
+    }
+    receiveChunked(this.nc, msg, this.maxTransferBytes, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix)).then(
+      (data) => this.pending.get(token)?.resolve(data),
+      (error: Error) => this.pending.get(token)?.reject(error),
+    );
+  }
+
+  private async watchStatus(): Promise<void> {
+    for await (const status of this.nc.status()) {
+      if (this.closed) break;
+      const type = String(status.type);
+      if (type === 'disconnect' || type === 'reconnecting') this.setStatus('reconnecting');
+      else if (type === 'reconnect') this.setStatus('connected');
+      else if (type === 'error') this.onAsyncError(status.data as unknown);
+    }
+  }
+
+  /** A permissions violation fails the requests it concerns instead of letting them time out. */
+  private onAsyncError(data: unknown): void {
+    const context = (data as { permissionContext?: { operation: string; subject: string } }).permissionContext;
+    if (!context) return;
+    for (const pending of [...this.pending.values()]) {
+      if (context.operation === 'publish' ? pending.subject === context.subject : context.subject.startsWith(this.inbox)) {
+        pending.reject(permissionError(context.operation, context.subject, data));
+      }
+    }
+  }
+
+  private setStatus(status: TransportStatus): void {
+    if (this.status$.value !== status && !this.status$.closed) this.status$.next(status);
+  }
+
+  private onClosed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const pending of [...this.pending.values()]) pending.reject(new ShutdownError('the NATS transport was closed while a request was pending'));
+    this.setStatus('closed');
+    this.status$.complete();
+  }
+}
+
+/**
+ * Connects to NATS and returns a Transport.
+ *
+ * @example
+ * ```ts
+ * const transport = await natsTransport({ servers: 'nats://127.0.0.1:4222', namespace: 'team-a', user: 'a', pass: 's3cret' });
+ * const agent = await initRpc({ name: 'w0', transport });
+ * ```
+ * @throws PermissionDeniedError when the server refuses the credentials; TransportError when it cannot be reached.
+ */
+export async function natsTransport(options: NatsTransportOptions = {}): Promise<Transport> {
+  const connection = connectionOptions(options);
+  let nc: NatsConnection;
+  try {
+    nc = await connect(connection);
+  } catch (error) {
+    throw connectError(error, String(connection.servers));
+  }
+  return new NatsTransport(nc, options);
+}

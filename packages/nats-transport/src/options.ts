@@ -1,0 +1,68 @@
+/**
+ * Options of `natsTransport`, and their translation to the nats client's
+ * connection options (servers, auth, TLS, reconnect).
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import { credsAuthenticator, nkeyAuthenticator, type ConnectionOptions } from 'nats';
+
+/** Options of {@link natsTransport}. */
+export interface NatsTransportOptions {
+  /** One URL or several (a cluster), e.g. `nats://127.0.0.1:4222`. Default `NATS_URL` or localhost. */
+  servers?: string | string[];
+  /** Prefixes every subject (`<namespace>.`): groups in different namespaces never see each other. */
+  namespace?: string;
+  /** Connection name shown by the server's monitoring. */
+  name?: string;
+  /** User and password authentication. */
+  user?: string;
+  pass?: string;
+  /** Token authentication. */
+  token?: string;
+  /** NKey seed (text of an `SU...` seed) for nkey authentication. */
+  nkeySeed?: string;
+  /** A `.creds` file (JWT + nkey seed) for decentralized (operator) authentication. */
+  credsFile?: string;
+  /** The text of a `.creds` file. */
+  creds?: string;
+  /** TLS: `{ caFile, certFile, keyFile }` or any node TLS options the nats client takes. */
+  tls?: ConnectionOptions['tls'];
+  /** Reconnect on connection loss (default true, forever). */
+  reconnect?: boolean;
+  maxReconnectAttempts?: number;
+  reconnectTimeWait?: number;
+  /** Prefix of reply inboxes (default `_INBOX`); set it where account permissions require one. */
+  inboxPrefix?: string;
+  /** Give up a chunked transfer after this long without progress, ms (default 10,000). */
+  chunkTimeoutMs?: number;
+  /** Largest payload accepted in chunks, bytes (default 2 GiB). */
+  maxTransferBytes?: number;
+  /** Connection timeout, ms (default 5,000). */
+  timeoutMs?: number;
+  /** Pass-through of other nats client options. */
+  connectionOptions?: Partial<ConnectionOptions>;
+}
+
+/** Translates tensorbus options into the nats client's. */
+export function connectionOptions(options: NatsTransportOptions): ConnectionOptions {
+  const servers = options.servers ?? process.env.NATS_URL ?? '127.0.0.1:4222';
+  const out: ConnectionOptions = {
+    servers: Array.isArray(servers) ? servers : servers.split(','),
+    name: options.name,
+    user: options.user,
+    pass: options.pass,
+    token: options.token,
+    tls: options.tls,
+    reconnect: options.reconnect ?? true,
+    maxReconnectAttempts: options.maxReconnectAttempts ?? -1,
+    reconnectTimeWait: options.reconnectTimeWait ?? 250,
+    timeout: options.timeoutMs ?? 5_000,
+    inboxPrefix: options.inboxPrefix,
+    pingInterval: 10_000,
+    ...options.connectionOptions,
+  };
+  if (options.nkeySeed) out.authenticator = nkeyAuthenticator(new TextEncoder().encode(options.nkeySeed));
+  const creds = options.creds ?? (options.credsFile ? readFileSync(options.credsFile, 'utf8') : undefined);
+  if (creds) out.authenticator = credsAuthenticator(new TextEncoder().encode(creds));
+  return out;
+}

@@ -1,0 +1,77 @@
+/**
+ * A cluster of nats-servers on loopback, for scale-out tests.
+ * @module
+ */
+import { freePort } from './free-port.js';
+import { startNatsServer, type NatsServer } from './start-nats-server.js';
+
+/** A running cluster. */
+export interface NatsCluster {
+  /** Client URLs, one per server. */
+  readonly urls: string[];
+  readonly servers: NatsServer[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `size` (default 3) nats-servers routed into one cluster, and resolves
+ * once every route is up.
+ *
+ * @example
+ * ```ts
+ * const cluster = await startNatsCluster({ size: 3 });
+ * const a = await natsTransport({ servers: cluster.urls[0] });
+ * const b = await natsTransport({ servers: cluster.urls[2] });
+ * ```
+ */
+export async function startNatsCluster(options: { size?: number; config?: string } = {}): Promise<NatsCluster> {
+  const size = options.size ?? 3;
+  const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const monitorPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const routes = routePorts.map((p) => `nats-route://127.0.0.1:${p}`);
+  const servers = await Promise.all(
+    routePorts.map((routePort, i) =>
+      startNatsServer({
+        config: [
+          options.config ?? '',
+          `server_name: tb-node-${i}`,
+          `http: 127.0.0.1:${monitorPorts[i]}`,
+          'cluster {',
+          '  name: tensorbus',
+          `  listen: 127.0.0.1:${routePort}`,
+          `  routes: [${routes.filter((_, k) => k !== i).join(', ')}]`,
+          '}',
+        ].join('\n'),
+      }),
+    ),
+  );
+  await waitForRoutes(monitorPorts, size - 1);
+  return {
+    urls: servers.map((s) => s.url),
+    servers,
+    stop: async () => {
+      await Promise.all(servers.map((s) => s.stop()));
+    },
+  };
+}
+
+/** Polls each server's monitoring endpoint until it reports `expected` routes. */
+async function waitForRoutes(monitorPorts: number[], expected: number, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const counts = await Promise.all(
+      monitorPorts.map(async (port) => {
+        try {
+          const response = await fetch(`http://127.0.0.1:${port}/routez`);
+          const body = (await response.json()) as { num_routes?: number };
+          return body.num_routes ?? 0;
+        } catch {
+          return 0;
+        }
+      }),
+    );
+    if (counts.every((n) => n >= expected)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`the NATS cluster's routes did not come up within ${timeoutMs} ms`);
+}

@@ -1,0 +1,134 @@
+/**
+ * Starts a nats-server on a free loopback port: for tests, the demo and the
+ * launcher, so a user never has to start one by hand.
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findNatsServer, INSTALL_HINT } from './find-binary.js';
+import { freePort, waitForPort } from './free-port.js';
+
+/** Options of {@link startNatsServer}. */
+export interface NatsServerOptions {
+  /** Client port; default a free one. */
+  port?: number;
+  /** Text of a nats-server configuration file (accounts, authorization, cluster, ...). */
+  config?: string;
+  /** `max_payload` in bytes (default: the server's, 1 MB). */
+  maxPayload?: number;
+  /** More command-line arguments. */
+  args?: string[];
+  /** Echo the server's log to stderr. */
+  verbose?: boolean;
+  /** How long to wait for the server to listen, ms (default 10,000). */
+  startTimeoutMs?: number;
+}
+
+/** A running nats-server. */
+export interface NatsServer {
+  /** `nats://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly port: number;
+  readonly pid: number;
+  /** Stops the server (SIGTERM, then SIGKILL) and removes its files. */
+  stop(): Promise<void>;
+  /** Restarts the server on the same port (to test reconnection). */
+  restart(): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // Servers die with the process that started them, however it exits.
+  process.on('exit', () => {
+    for (const child of running) child.kill('SIGKILL');
+  });
+}
+
+/**
+ * Starts nats-server on 127.0.0.1 and resolves once it accepts connections.
+ * Rejects with an error naming the install command when the binary is missing.
+ *
+ * @example
+ * ```ts
+ * const server = await startNatsServer();
+ * const transport = await natsTransport({ servers: server.url });
+ * // ...
+ * await server.stop();
+ * ```
+ */
+export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServer> {
+  const binary = findNatsServer();
+  if (!binary) throw new Error(INSTALL_HINT);
+  installExitHook();
+  const port = options.port ?? (await freePort());
+  const dir = mkdtempSync(join(tmpdir(), 'tensorbus-nats-'));
+  const args = ['-a', '127.0.0.1', '-p', String(port)];
+  const lines = [options.config ?? ''];
+  if (options.maxPayload !== undefined) lines.push(`max_payload: ${options.maxPayload}`);
+  const configText = lines.join('\n').trim();
+  if (configText) {
+    const configFile = join(dir, 'nats.conf');
+    writeFileSync(configFile, configText);
+    args.push('-c', configFile);
+  }
+  args.push(...(options.args ?? []));
+
+  let child: ChildProcess;
+  let log = '';
+  const launch = async () => {
+    child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
+    const collect = (chunk: Buffer) => {
+      log = (log + chunk.toString()).slice(-8_000);
+      if (options.verbose) process.stderr.write(chunk);
+    };
+    child.stdout!.on('data', collect);
+    child.stderr!.on('data', collect);
+    // A server must not keep its starter alive: it is killed when the starter exits.
+    child.unref();
+    (child.stdout as unknown as { unref?: () => void }).unref?.();
+    (child.stderr as unknown as { unref?: () => void }).unref?.();
+    child.on('exit', () => running.delete(child));
+    try {
+      await waitForPort(port, options.startTimeoutMs ?? 10_000, () => child.exitCode === null && child.signalCode === null);
+    } catch (error) {
+      child.kill('SIGKILL');
+      throw new Error(`nats-server (${binary}) did not start: ${(error as Error).message}\n${log}`);
+    }
+  };
+  const kill = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    await launch();
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    get pid() {
+      return child.pid!;
+    },
+    stop: async () => {
+      await kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+    restart: async () => {
+      await kill();
+      await launch();
+    },
+  };
+}

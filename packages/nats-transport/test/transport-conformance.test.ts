@@ -1,0 +1,98 @@
+import test from 'ava';
+import { RpcTimeoutError, ShutdownError, WorkerUnavailableError, type Transport } from '@tensorbus/core';
+import { transportKinds, type TransportKind } from '../src/testing/index.js';
+
+/** Two transports on one fresh namespace, and an echo responder on `echo`. */
+async function pair(kind: TransportKind, options = {}): Promise<{ a: Transport; b: Transport; close(): Promise<void> }> {
+  const namespace = `c${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
+  const a = await kind.create({ namespace, ...options });
+  const b = await kind.create({ namespace, ...options });
+  b.subscribe('echo', (m) => m.respond(m.data));
+  b.subscribe('slow', (m) => setTimeout(() => m.respond(m.data), 300).unref());
+  b.subscribe('silent', () => undefined);
+  await b.flush();
+  return { a, b, close: async () => void (await Promise.all([a.close(), b.close()])) };
+}
+
+function pattern(size: number): Uint8Array {
+  const bytes = new Uint8Array(size);
+  for (let i = 0; i < size; i += 4096) bytes[i] = (i / 4096) % 251;
+  if (size > 0) bytes[size - 1] = 7;
+  return bytes;
+}
+
+function samePattern(t: { is(a: unknown, b: unknown, m?: string): void }, got: Uint8Array, size: number): void {
+  t.is(got.byteLength, size, 'length');
+  for (const i of [0, 4096, Math.floor(size / 2 / 4096) * 4096, size - 1]) if (i >= 0 && i < size) t.is(got[i], i === size - 1 ? 7 : (i / 4096) % 251, `byte ${i}`);
+}
+
+for (const kind of transportKinds()) {
+  const t = (title: string) => `${kind.name} - transport - ${title}`;
+
+  test(t('request/reply, publish/subscribe, wildcards and queue groups'), async (tt) => {
+    const { a, b, close } = await pair(kind);
+    tt.deepEqual([...(await a.request('echo', new Uint8Array([1, 2, 3])))], [1, 2, 3]);
+    const seen: string[] = [];
+    b.subscribe('news.*', (m) => seen.push(m.subject));
+    b.subscribe('deep.>', (m) => seen.push(m.subject));
+    let grouped = 0;
+    b.subscribe('work', () => grouped++, { queue: 'q' });
+    b.subscribe('work', () => grouped++, { queue: 'q' });
+    await b.flush();
+    a.publish('news.today', new Uint8Array([1]));
+    a.publish('deep.a.b', new Uint8Array([1]));
+    a.publish('news.a.b', new Uint8Array([1]));
+    for (let i = 0; i < 10; i++) a.publish('work', new Uint8Array([i]));
+    await a.flush();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    tt.deepEqual(seen.sort(), ['deep.a.b', 'news.today']);
+    tt.is(grouped, 10, 'each queue-group message reaches exactly one member');
+    await close();
+  });
+
+  test(t('timeouts, no responders and abort'), async (tt) => {
+    const { a, close } = await pair(kind);
+    await tt.throwsAsync(a.request('silent', new Uint8Array(1), { timeoutMs: 100 }), { instanceOf: RpcTimeoutError });
+    await tt.throwsAsync(a.request('nobody.here', new Uint8Array(1), { timeoutMs: 2_000 }), { instanceOf: WorkerUnavailableError });
+    await tt.throwsAsync(a.request('echo', new Uint8Array(1), { signal: AbortSignal.abort() }), { name: 'AbortError' });
+    const controller = new AbortController();
+    const pending = a.request('slow', new Uint8Array(1), { signal: controller.signal });
+    controller.abort();
+    await tt.throwsAsync(pending, { name: 'AbortError' });
+    tt.is((await a.request('slow', new Uint8Array([9]), { timeoutMs: 0 }))[0], 9, 'timeout 0 waits');
+    await close();
+  });
+
+  test(t('1,000 requests in flight are all answered with their own data'), async (tt) => {
+    const { a, close } = await pair(kind);
+    const replies = await Promise.all(Array.from({ length: 1_000 }, (_, i) => a.request('echo', new Uint8Array([i & 255, i >> 8]), { timeoutMs: 20_000 })));
+    tt.true(replies.every((r, i) => r[0] === (i & 255) && r[1] === i >> 8));
+    await close();
+  });
+
+  test(t('payloads of 0 bytes, 1 KB, 1 MB + 1 and 40 MB round-trip'), async (tt) => {
+    const { a, close } = await pair(kind);
+    for (const size of [0, 1_024, 1_048_577, 40_000_000]) {
+      samePattern(tt, await a.request('echo', pattern(size), { timeoutMs: 60_000 }), size);
+    }
+    await close();
+  });
+
+  test.serial(t('a 400 MB payload round-trips'), async (tt) => {
+    const { a, close } = await pair(kind);
+    const size = 400_000_000;
+    samePattern(tt, await a.request('echo', pattern(size), { timeoutMs: 120_000 }), size);
+    await close();
+  });
+
+  test(t('closing rejects pending requests with ShutdownError; a closed transport refuses work'), async (tt) => {
+    const { a, close } = await pair(kind);
+    const pending = a.request('silent', new Uint8Array(1));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await a.close();
+    await tt.throwsAsync(pending, { instanceOf: ShutdownError });
+    await tt.throwsAsync(a.request('echo', new Uint8Array(1)), { instanceOf: ShutdownError });
+    tt.throws(() => a.publish('echo', new Uint8Array(1)), { instanceOf: ShutdownError });
+    await close();
+  });
+}
