@@ -41,7 +41,7 @@ async function group(size: number, extra: string[] = []) {
   return { agent, children, server, namespace };
 }
 
-test('nats processes - a static group of three OS processes calls across processes', async (t) => {
+test.serial('nats processes - a static group of three OS processes calls across processes', async (t) => {
   const { agent, children } = await group(3);
   t.deepEqual(agent.workers().map((w) => w.name), ['p0', 'p1', 'p2']);
   t.is(await agent.rpcSync('p1', whoAmI, []), 'p1');
@@ -57,7 +57,7 @@ test('nats processes - a static group of three OS processes calls across process
   t.deepEqual(codes, [0, 0]);
 });
 
-test('nats processes - tensors return to baseline on both sides after 10,000 calls', async (t) => {
+test.serial('nats processes - tensors return to baseline on both sides after 10,000 calls', async (t) => {
   const { agent, children } = await group(2);
   const x = tf.ones([8]);
   const remoteBaseline = await agent.rpcSync('p1', tensorsHere, []);
@@ -74,7 +74,7 @@ test('nats processes - tensors return to baseline on both sides after 10,000 cal
   await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
 });
 
-test('nats processes - a killed peer fails pending and new calls fast', async (t) => {
+test.serial('nats processes - a killed peer fails pending and new calls fast', async (t) => {
   const { agent, children } = await group(2);
   const pending = t.throwsAsync(agent.rpcSync('p1', sleep, [60_000], { timeoutMs: 0 }), { instanceOf: WorkerUnavailableError });
   await new Promise((resolve) => setTimeout(resolve, 100));
@@ -97,7 +97,7 @@ function runCli(args: string[], env: Record<string, string> = {}): Promise<{ cod
   return new Promise((resolve) => child.on('exit', (code) => resolve({ code: code ?? 1, out, err })));
 }
 
-test('launcher - starts N processes with names, ranks and an embedded server, prefixing their output', async (t) => {
+test.serial('launcher - starts N processes with names, ranks and an embedded server, prefixing their output', async (t) => {
   const env = { NATS_URL: '' };
   const { code, out } = await runCli(['launch', '-n', '3', workerScript, '--leave'], env);
   t.is(code, 0);
@@ -107,7 +107,7 @@ test('launcher - starts N processes with names, ranks and an embedded server, pr
   }
 });
 
-test('launcher - a failing worker stops the rest and the launcher exits non-zero', async (t) => {
+test.serial('launcher - a failing worker stops the rest and the launcher exits non-zero', async (t) => {
   const started = Date.now();
   const server = await sharedNatsServer();
   const { code, err } = await runCli(['launch', '-n', '2', '--namespace', `fail${process.pid}`, workerScript, '--exit-after', '1500', '7'], { NATS_URL: server.url });
@@ -116,7 +116,7 @@ test('launcher - a failing worker stops the rest and the launcher exits non-zero
   t.true(Date.now() - started < 15_000);
 });
 
-test('launcher - status lists the workers of a namespace', async (t) => {
+test.serial('launcher - status lists the workers of a namespace', async (t) => {
   const { agent, children, server, namespace } = await group(3);
   const { code, out } = await runCli(['status', '--server', server.url, '--namespace', namespace]);
   t.is(code, 0);
@@ -127,7 +127,7 @@ test('launcher - status lists the workers of a namespace', async (t) => {
   await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
 });
 
-test('nats processes - 10,000 RRef create/fork/pass/release cycles across 3 processes leave nothing behind', async (t) => {
+test.serial('nats processes - 10,000 RRef create/fork/pass/release cycles across 3 processes leave nothing behind', async (t) => {
   const { agent, children } = await group(3);
   const baseline = await Promise.all(['p1', 'p2'].map((w) => agent.rpcSync(w, tensorsHere, [])));
   const localBaseline = tf.memory().numTensors;

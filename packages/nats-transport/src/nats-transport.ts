@@ -198,8 +198,14 @@ export class NatsTransport implements Transport {
 
   /** A permissions violation fails the requests it concerns instead of letting them time out. */
   private onAsyncError(data: unknown): void {
-    const context = (data as { permissionContext?: { operation: string; subject: string } }).permissionContext;
-    if (!context) return;
+    let context = (data as { permissionContext?: { operation: string; subject: string } } | undefined)?.permissionContext;
+    if (!context) {
+      // Some client versions report only the server's text: Permissions Violation for Publish to "subject".
+      const text = data instanceof Error ? data.message : String(data);
+      const match = /Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?/i.exec(text);
+      if (!match) return;
+      context = { operation: match[1]!.toLowerCase() === 'publish' ? 'publish' : 'subscription', subject: match[2]! };
+    }
     for (const pending of [...this.pending.values()]) {
       if (context.operation === 'publish' ? pending.subject === context.subject : context.subject.startsWith(this.inbox)) {
         pending.reject(permissionError(context.operation, context.subject, data));

@@ -56,6 +56,7 @@ export function receiveChunked(
     const arm = () => {
       clearTimeout(timer);
       timer = setTimeout(() => fail(`no chunk for ${timeoutMs} ms (the sender is gone or a chunk was lost)`), timeoutMs);
+      timer.unref();
     };
     const sub = nc.subscribe(chunkSubject, {
       callback: (err, msg) => {

@@ -54,6 +54,7 @@ export function sendChunked(
   const touch = () => {
     clearTimeout(idle);
     idle = setTimeout(() => finish(keepForMore && pullers.size === 0 && deliveredOnce ? undefined : new TransportError(`chunked transfer ${transferId} to '${subject}' made no progress for ${timeoutMs} ms: the receiver is gone or too slow`)), timeoutMs);
+    idle.unref();
   };
   let deliveredOnce = false;
   let sub: Subscription | undefined;
