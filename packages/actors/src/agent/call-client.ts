@@ -7,9 +7,9 @@
 import {
   defaultCodec,
   RpcTimeoutError,
-  SerializationError,
   ShutdownError,
   TensorbusError,
+  WorkerUnavailableError,
   type Transport,
 } from '@tensorbus/core';
 import { abortError, errorFromWire } from '@tensorbus/core/internal';
@@ -92,16 +92,6 @@ export class CallClient {
     for (const worker of this.pending.keys()) this.failAll(worker, error);
   }
 
-  /** Resolves once no call is pending, or after `timeoutMs`. */
-  async drained(timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.inFlight > 0) {
-      if (timeoutMs > 0 && Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    return true;
-  }
-
   private async send(to: string, request: unknown[], fn: string, options: CallOptions): Promise<unknown> {
     const context: WireContext = { agent: this.agent, peer: to };
     const bytes = defaultCodec.encode(request, context);
@@ -138,9 +128,8 @@ export class CallClient {
     }
     if (error instanceof ShutdownError) return new ShutdownError(`call of '${fn}' on '${to}' was cut off: ${error.message}`);
     if (error instanceof TensorbusError && error.code === 'WORKER_UNAVAILABLE' && /no responders/.test(error.message)) {
-      return new (error.constructor as new (m: string) => TensorbusError)(`worker '${to}' is not in the group (nobody serves its calls)`);
+      return new WorkerUnavailableError(`worker '${to}' is not in the group (nobody serves its calls)`, { cause: error });
     }
-    if (error instanceof SerializationError) return error;
     return error;
   }
 }
