@@ -4,49 +4,19 @@
  * a killed participant, DistributedOptimizer and RemoteModule.
  */
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { AutogradError, tf } from '@tensorbus/core';
-import { natsTransport } from '@tensorbus/nats-transport';
-import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
-import { DistributedOptimizer, initRpc, RemoteModule, type RpcAgent } from '../src/index.js';
+import { DistributedOptimizer, RemoteModule } from '../src/index.js';
+import { startProcessGroup, TIMING, type ProcessGroup, type Timing } from './process-group.js';
 import { assertClose, localGrads, variable } from './autograd-helpers.js';
 import { chain, chainLocal, contextsHere, Linear, slowIdentity, stopProcess, tensorsHere } from './fixtures/autograd-functions.js';
 
 const workerScript = fileURLToPath(new URL('./fixtures/autograd-worker.js', import.meta.url));
-let namespaces = 0;
 
-interface Group {
-  agent: RpcAgent;
-  children: ChildProcess[];
-  names: string[];
-}
+type Group = ProcessGroup;
 
-/** p0 here, p1..p(size-1) in their own processes, in a static group on the shared nats-server. */
-async function group(size: number): Promise<Group> {
-  const server = await sharedNatsServer();
-  const namespace = `agmp${process.pid}x${++namespaces}`;
-  const env = { NATS_URL: server.url, TENSORBUS_NAMESPACE: namespace, TENSORBUS_WORLD_SIZE: String(size) };
-  const children = Array.from({ length: size - 1 }, (_, i) => {
-    const name = `p${i + 1}`;
-    const child = spawn(process.execPath, ['--expose-gc', workerScript], {
-      env: { ...process.env, TENSORBUS_QUIET: '1', ...env, TENSORBUS_NAME: name, TENSORBUS_RANK: String(i + 1) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${name}] ${d}`));
-    return child;
-  });
-  const agent = await initRpc({
-    name: 'p0',
-    rank: 0,
-    worldSize: size,
-    heartbeatMs: 200,
-    failureTimeoutMs: 1_000,
-    transport: natsTransport({ servers: server.url, namespace }),
-  });
-  return { agent, children, names: Array.from({ length: size }, (_, i) => `p${i}`) };
-}
+const group = (size: number, timing: Timing = TIMING.relaxed) => startProcessGroup(workerScript, size, timing);
 
 async function stopGroup({ agent, children }: Group): Promise<void> {
   const live = agent.workers().map((w) => w.name).filter((n) => n !== 'p0');
@@ -109,7 +79,7 @@ test.serial('nats processes - autograd - tensors return to baseline in every pro
 });
 
 test.serial('nats processes - autograd - a killed participant fails backward fast, naming it', async (t) => {
-  const g = await group(3);
+  const g = await group(3, TIMING.fast);
   const { agent, children } = g;
   const x = variable([3], 5);
   await agent.distAutograd.context(async (ctxId) => {

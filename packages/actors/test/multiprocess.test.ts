@@ -1,45 +1,18 @@
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { RemoteError, tf, WorkerUnavailableError } from '@tensorbus/core';
-import { natsTransport } from '@tensorbus/nats-transport';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
-import { initRpc } from '../src/index.js';
+import { startProcessGroup, TIMING, type Timing } from './process-group.js';
 import { add, fail, sleep, whoAmI } from './fixtures/functions.js';
 import { pid, rrefStatsHere, stop, tensorsHere } from './fixtures/worker-functions.js';
 import { rrefValue } from './fixtures/rref-functions.js';
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const cli = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
-let namespaces = 0;
 
-function startWorker(env: Record<string, string>, args: string[] = []): ChildProcess {
-  const child = spawn(process.execPath, ['--expose-gc', workerScript, ...args], {
-    env: { ...process.env, TENSORBUS_QUIET: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${env.TENSORBUS_NAME}] ${d}`));
-  return child;
-}
-
-async function group(size: number, extra: string[] = []) {
-  const server = await sharedNatsServer();
-  const namespace = `mp${process.pid}x${++namespaces}`;
-  const env = { NATS_URL: server.url, TENSORBUS_NAMESPACE: namespace, TENSORBUS_WORLD_SIZE: String(size) };
-  const children = Array.from({ length: size - 1 }, (_, i) =>
-    startWorker({ ...env, TENSORBUS_NAME: `p${i + 1}`, TENSORBUS_RANK: String(i + 1) }, extra),
-  );
-  const agent = await initRpc({
-    name: 'p0',
-    rank: 0,
-    worldSize: size,
-    heartbeatMs: 200,
-    failureTimeoutMs: 1_000,
-    transport: natsTransport({ servers: server.url, namespace }),
-  });
-  return { agent, children, server, namespace };
-}
+const group = (size: number, timing: Timing = TIMING.relaxed) => startProcessGroup(workerScript, size, timing);
 
 test.serial('nats processes - a static group of three OS processes calls across processes', async (t) => {
   const { agent, children } = await group(3);
@@ -75,7 +48,7 @@ test.serial('nats processes - tensors return to baseline on both sides after 10,
 });
 
 test.serial('nats processes - a killed peer fails pending and new calls fast', async (t) => {
-  const { agent, children } = await group(2);
+  const { agent, children } = await group(2, TIMING.fast);
   const pending = t.throwsAsync(agent.rpcSync('p1', sleep, [60_000], { timeoutMs: 0 }), { instanceOf: WorkerUnavailableError });
   await new Promise((resolve) => setTimeout(resolve, 100));
   const killed = Date.now();
@@ -117,8 +90,8 @@ test.serial('launcher - a failing worker stops the rest and the launcher exits n
 });
 
 test.serial('launcher - status lists the workers of a namespace', async (t) => {
-  const { agent, children, server, namespace } = await group(3);
-  const { code, out } = await runCli(['status', '--server', server.url, '--namespace', namespace]);
+  const { agent, children, serverUrl, namespace } = await group(3);
+  const { code, out } = await runCli(['status', '--server', serverUrl, '--namespace', namespace]);
   t.is(code, 0);
   t.regex(out, /3 worker\(s\)/);
   for (const name of ['p0', 'p1', 'p2']) t.regex(out, new RegExp(`\\b${name}\\b`));

@@ -86,6 +86,24 @@ for (const kind of transportKinds()) {
     await module.release();
   });
 
+  // Serial: it counts the tensors of this process, where the other tests' workers live too.
+  test.serial(t('dispose frees the weights on the module\'s worker; release alone keeps them'), async (tt) => {
+    const agents = await group(tt, kind, ['trainer', 'ps']);
+    const [trainer] = agents as [RpcAgent];
+    const before = tf.memory().numTensors;
+    const kept = await RemoteModule.create(trainer, 'ps', Linear, [4, 3]);
+    const keptWeights = await parameterValues(kept);
+    tf.dispose(keptWeights);
+    await kept.release();
+    tt.is(tf.memory().numTensors, before + 2, 'a released module keeps its two variables');
+    const module = await RemoteModule.create(trainer, 'ps', Linear, [4, 3]);
+    const params = await module.remoteParameters();
+    await Promise.all(params.map((r) => r.release()));
+    await module.dispose();
+    tt.is(tf.memory().numTensors, before + 2, 'the disposed module\'s weights are gone');
+    await tt.throwsAsync(module.forward(tf.ones([1, 4])), { instanceOf: RRefError });
+  });
+
   test(t('creation errors propagate'), async (tt) => {
     const agents = await group(tt, kind, ['trainer', 'ps']);
     const [trainer] = agents as [RpcAgent];

@@ -42,6 +42,22 @@ for (const kind of transportKinds()) {
     await stopAll(agents);
   });
 
+  test(t('releasing the last reference disposes its tensors but never a tf.Variable'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const [a] = agents;
+    const param = tf.variable(tf.zeros([3]));
+    const plain = tf.ones([3]);
+    const refs = [a!.rref(param), a!.rref(plain)];
+    // A user on another worker holds forks too: the owner drops the values after both are gone.
+    await a!.rpcSync('b', rrefValue, [refs[0]]).then((v) => (v as tf.Tensor).dispose());
+    for (const r of refs) await r.release();
+    await allReleased(agents);
+    tt.false(param.isDisposed, 'the parameter lives on');
+    tt.true(plain.isDisposed, 'the plain tensor went with its RRef');
+    param.dispose();
+    await stopAll(agents);
+  });
+
   test(t('remote() returns at once; the callee owns the value; toHere copies it'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b']);
     const [a, b] = agents;

@@ -9,3 +9,4 @@ export type { WireError } from './error-wire.js';
 export { abortError, subjectMatches } from './transport/transport.js';
 export { EXT_TENSOR, EXT_MAP, EXT_ERROR } from './codec/codec.js';
 export { HEADER_BYTES, BLOCK_ALIGN, FRAME_VERSION } from './codec/frame.js';
+export { acquireBuffer, releaseBuffer, markReceived, takeReceived, bufferPoolStats, POOL_MIN_BYTES } from './buffer-pool.js';

@@ -16,6 +16,7 @@
  * @module
  */
 import type * as TfNamespace from '@tensorflow/tfjs';
+import { speedUpWasmTransposedMatMul } from './wasm-matmul.js';
 
 /** The name of the TensorFlow.js backend in use. */
 export type TensorBackendName = 'tensorflow' | 'wasm' | 'cpu';
@@ -50,6 +51,7 @@ async function loadWasmOrCpu(tfjs: Tf, prefer: 'wasm' | 'cpu', why: string): Pro
       await import('@tensorflow/tfjs-backend-wasm');
       if (await tfjs.setBackend('wasm')) {
         await tfjs.ready();
+        speedUpWasmTransposedMatMul(tfjs);
         return { tf: tfjs, backend: 'wasm', reason: why };
       }
       why += '; the WebAssembly backend did not initialise';

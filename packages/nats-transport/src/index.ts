@@ -10,3 +10,4 @@ export type { NatsServer, NatsServerOptions } from './server/start-nats-server.j
 export { startNatsCluster } from './server/cluster.js';
 export type { NatsCluster } from './server/cluster.js';
 export { findNatsServer, INSTALL_HINT } from './server/find-binary.js';
+export type { DirectOptions } from './direct/direct-protocol.js';

@@ -10,3 +10,7 @@ export { freePort, waitForPort } from './server/free-port.js';
 export * from './chunks/chunk-protocol.js';
 export { sendChunked } from './chunks/chunk-sender.js';
 export { receiveChunked, isAnnouncement } from './chunks/chunk-receiver.js';
+export * from './direct/direct-protocol.js';
+export { DirectServer } from './direct/direct-server.js';
+export { DirectClient } from './direct/direct-client.js';
+export { DirectPlane } from './direct/direct-plane.js';

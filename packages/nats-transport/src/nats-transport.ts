@@ -2,14 +2,17 @@
  * The tensorbus `Transport` on NATS: request/reply through one multiplexed
  * inbox, publish, subscribe, status, and chunked transfers of payloads beyond
  * the server's `max_payload`. Small messages go out as they are, with no
- * header and no copy.
+ * header and no copy; large ones are fetched by the receiver over the direct
+ * data plane (TCP between the two processes) where it can reach the sender,
+ * else pulled in chunks through NATS.
  * @module
  */
 import { BehaviorSubject } from 'rxjs';
-import { connect, createInbox, type Msg, type NatsConnection, type Subscription } from 'nats';
+import { connect, createInbox, headers, type Msg, type NatsConnection, type Subscription } from 'nats';
 import {
   RpcTimeoutError,
   ShutdownError,
+  TransportError,
   WorkerUnavailableError,
   type InboundMessage,
   type RequestOptions,
@@ -19,9 +22,11 @@ import {
   type TransportSubscription,
 } from '@tensorbus/core';
 import { abortError } from '@tensorbus/core/internal';
-import { DEFAULT_CHUNK_TIMEOUT_MS, HEADROOM } from './chunks/chunk-protocol.js';
+import { DEFAULT_CHUNK_TIMEOUT_MS, H_PULL, H_SIZE, HEADROOM } from './chunks/chunk-protocol.js';
 import { isAnnouncement, receiveChunked } from './chunks/chunk-receiver.js';
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
+import { DirectPlane, type DirectStats } from './direct/direct-plane.js';
+import { H_DIRECT, H_ROUTE } from './direct/direct-protocol.js';
 import { connectError, permissionError } from './errors.js';
 import { connectionOptions, type NatsTransportOptions } from './options.js';
 
@@ -47,7 +52,12 @@ export class NatsTransport implements Transport {
   private nextToken = 0;
   private closed = false;
 
-  constructor(private readonly nc: NatsConnection, options: NatsTransportOptions) {
+  constructor(
+    private readonly nc: NatsConnection,
+    options: NatsTransportOptions,
+    /** Direct routes and data plane; undefined when turned off. */
+    private readonly direct?: DirectPlane,
+  ) {
     this.prefix = options.namespace ? `${options.namespace}.` : '';
     this.inboxPrefix = options.inboxPrefix ?? '_INBOX';
     this.inbox = createInbox(this.inboxPrefix);
@@ -95,16 +105,27 @@ export class NatsTransport implements Transport {
       if (options.timeoutMs) {
         timer = setTimeout(() => this.pending.get(token)?.reject(new RpcTimeoutError(`no reply on '${subject}' within ${options.timeoutMs} ms`)), options.timeoutMs);
       }
-      try {
-        if (data.byteLength <= this.smallLimit) {
-          this.nc.publish(full, data, { reply });
-        } else {
-          outgoing = sendChunked(this.nc, full, reply, data, this.smallLimit, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix));
-          outgoing.delivered.catch((error: Error) => this.pending.get(token)?.reject(error));
+      const viaBus = () => {
+        try {
+          if (!this.isLarge(data)) {
+            this.nc.publish(full, data, { reply });
+          } else {
+            outgoing = this.sendLarge(full, reply, data, false);
+            outgoing.delivered.catch((error: Error) => this.pending.get(token)?.reject(error));
+          }
+        } catch (error) {
+          this.pending.get(token)?.reject(error instanceof Error ? error : new Error(String(error)));
         }
-      } catch (error) {
-        this.pending.get(token)?.reject(error instanceof Error ? error : new Error(String(error)));
-      }
+      };
+      if (!this.direct?.hasRoute(full)) return viaBus();
+      this.direct.request(full, data).then(
+        (answer) => {
+          // Not delivered on the route: the bus finds the responder, if there is one.
+          if (answer === undefined) return this.pending.has(token) ? viaBus() : undefined;
+          this.pending.get(token)?.resolve(answer);
+        },
+        (error: Error) => this.pending.get(token)?.reject(error),
+      );
     });
   }
 
@@ -116,6 +137,11 @@ export class NatsTransport implements Transport {
   subscribe(subject: string, handler: (message: InboundMessage) => void, options: SubscribeOptions = {}): TransportSubscription {
     if (this.closed) throw new ShutdownError('the NATS transport is closed');
     const strip = this.prefix.length;
+    const full = this.prefix + subject;
+    // A subject only this subscriber serves can be reached directly: replies tell requesters how.
+    const route = options.exclusive && !options.queue
+      ? this.direct?.serve(full, (data, respond) => handler({ subject, data, reply: 'direct', respond: (answer) => !this.closed && respond(answer) }))
+      : undefined;
     const deliver = (msg: Msg, data: Uint8Array) => {
       const reply = msg.reply;
       handler({
@@ -125,7 +151,9 @@ export class NatsTransport implements Transport {
         respond: (answer) => {
           if (!reply || this.closed) return false;
           try {
-            this.send(reply, answer, undefined, false);
+            // Requests that came through another account's service import (replies rewritten to
+            // _R_.…) get no route: between accounts, NATS alone decides who may reach whom.
+            this.send(reply, answer, undefined, false, reply.startsWith('_R_.') ? undefined : route?.header);
             return true;
           } catch {
             return false;
@@ -141,13 +169,18 @@ export class NatsTransport implements Transport {
           return;
         }
         if (!isAnnouncement(msg)) return deliver(msg, msg.data);
-        receiveChunked(this.nc, msg, this.maxTransferBytes, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix)).then(
+        this.receiveLarge(msg).then(
           (data) => deliver(msg, data),
           (error: unknown) => options.onError?.(error as Error),
         );
       },
     });
-    return { unsubscribe: () => sub.unsubscribe() };
+    return {
+      unsubscribe: () => {
+        route?.remove();
+        sub.unsubscribe();
+      },
+    };
   }
 
   async flush(): Promise<void> {
@@ -161,10 +194,52 @@ export class NatsTransport implements Transport {
     await this.nc.close();
   }
 
-  /** Publishes small payloads as they are, large ones in chunks. */
-  private send(subject: string, data: Uint8Array, reply: string | undefined, fanOut: boolean): void {
-    if (data.byteLength <= this.smallLimit) this.nc.publish(subject, data, { reply });
-    else sendChunked(this.nc, subject, reply, data, this.smallLimit, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix), fanOut);
+  /** What went beside the bus so far (for tests and the benchmark). */
+  get directStats(): DirectStats {
+    return this.direct?.stats ?? { fetched: 0, served: 0, calls: 0, answered: 0 };
+  }
+
+  /** Publishes small payloads as they are, large ones announced; `route` offers a direct route (replies only). */
+  private send(subject: string, data: Uint8Array, reply: string | undefined, fanOut: boolean, route?: string): void {
+    if (this.isLarge(data)) {
+      this.sendLarge(subject, reply, data, fanOut, route);
+    } else if (route) {
+      const h = headers();
+      h.set(H_ROUTE, route);
+      this.nc.publish(subject, data, { reply, headers: h });
+    } else {
+      this.nc.publish(subject, data, { reply });
+    }
+  }
+
+  /** True when `data` travels by announcement: beyond max_payload, or big enough for the data plane. */
+  private isLarge(data: Uint8Array): boolean {
+    return data.byteLength > this.smallLimit || (this.direct !== undefined && data.byteLength >= this.direct.minBytes);
+  }
+
+  /** Announces `data`, offered on the data plane when there is one, in chunks in any case. */
+  private sendLarge(subject: string, reply: string | undefined, data: Uint8Array, fanOut: boolean, route?: string): SendOutcome {
+    // Once its one receiver has every byte, the frame's memory can hold the next one.
+    const direct = this.direct?.offer(data, !fanOut);
+    return sendChunked(this.nc, subject, reply, data, this.smallLimit, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix), fanOut, direct, route);
+  }
+
+  /** Receives an announced payload: directly where the offer is reachable, else in chunks through NATS. */
+  private async receiveLarge(msg: Msg): Promise<Uint8Array> {
+    const size = Number(msg.headers?.get(H_SIZE));
+    if (this.direct && Number.isSafeInteger(size) && size >= 0 && size <= this.maxTransferBytes) {
+      const data = await this.direct.fetch(msg.headers?.get(H_DIRECT), size);
+      if (data !== undefined) {
+        try {
+          this.nc.publish(msg.headers!.get(H_PULL), new TextEncoder().encode(JSON.stringify({ s: '', done: true })));
+        } catch {
+          // Closing: the sender frees the payload at its timeout.
+        }
+        return data;
+      }
+    }
+    // The chunked path always works while the sender lives.
+    return receiveChunked(this.nc, msg, this.maxTransferBytes, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix));
   }
 
   private onReply(err: Error | null, msg: Msg): void {
@@ -176,11 +251,12 @@ export class NatsTransport implements Transport {
       pending.reject(new WorkerUnavailableError(`no responders on '${pending.subject.slice(this.prefix.length)}'`));
       return;
     }
+    this.direct?.learnRoute(pending.subject, msg.headers?.get(H_ROUTE));
     if (!isAnnouncement(msg)) {
       pending.resolve(msg.data);
       return;
     }
-    receiveChunked(this.nc, msg, this.maxTransferBytes, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix)).then(
+    this.receiveLarge(msg).then(
       (data) => this.pending.get(token)?.resolve(data),
       (error: Error) => this.pending.get(token)?.reject(error),
     );
@@ -220,6 +296,7 @@ export class NatsTransport implements Transport {
   private onClosed(): void {
     if (this.closed) return;
     this.closed = true;
+    this.direct?.close();
     for (const pending of [...this.pending.values()]) pending.reject(new ShutdownError('the NATS transport was closed while a request was pending'));
     this.setStatus('closed');
     this.status$.complete();
@@ -238,11 +315,21 @@ export class NatsTransport implements Transport {
  */
 export async function natsTransport(options: NatsTransportOptions = {}): Promise<Transport> {
   const connection = connectionOptions(options);
+  const directOff = options.direct === false || process.env.TENSORBUS_DIRECT === '0';
   let nc: NatsConnection;
   try {
     nc = await connect(connection);
   } catch (error) {
     throw connectError(error, String(connection.servers));
   }
-  return new NatsTransport(nc, options);
+  let direct: DirectPlane | undefined;
+  if (!directOff) {
+    try {
+      direct = await DirectPlane.start(options.direct || {}, options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS);
+    } catch (error) {
+      await nc.close();
+      throw new TransportError(`cannot open the direct data port: ${(error as Error).message} (set direct: false to go through NATS only)`, { cause: error });
+    }
+  }
+  return new NatsTransport(nc, options, direct);
 }

@@ -4,6 +4,7 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
+import type { DirectOptions } from './direct/direct-protocol.js';
 import { credsAuthenticator, nkeyAuthenticator, type ConnectionOptions } from 'nats';
 
 /** Options of {@link natsTransport}. */
@@ -37,6 +38,13 @@ export interface NatsTransportOptions {
   chunkTimeoutMs?: number;
   /** Largest payload accepted in chunks, bytes (default 2 GiB). */
   maxTransferBytes?: number;
+  /**
+   * The direct data plane for large payloads: a TCP port per transport from
+   * which receivers fetch them, NATS chunks as the fallback. Default on,
+   * listening on 127.0.0.1 (same-host peers); `false` (or TENSORBUS_DIRECT=0)
+   * sends everything through NATS.
+   */
+  direct?: false | DirectOptions;
   /** Connection timeout, ms (default 5,000). */
   timeoutMs?: number;
   /** Pass-through of other nats client options. */

@@ -127,8 +127,9 @@ export class CallClient {
       return new RpcTimeoutError(`call of '${fn}' on worker '${to}' got no answer within ${timeoutMs} ms`, { cause: error });
     }
     if (error instanceof ShutdownError) return new ShutdownError(`call of '${fn}' on '${to}' was cut off: ${error.message}`);
-    if (error instanceof TensorbusError && error.code === 'WORKER_UNAVAILABLE' && /no responders/.test(error.message)) {
-      return new WorkerUnavailableError(`worker '${to}' is not in the group (nobody serves its calls)`, { cause: error });
+    if (error instanceof TensorbusError && error.code === 'WORKER_UNAVAILABLE') {
+      const why = /no responders/.test(error.message) ? 'is not in the group (nobody serves its calls)' : `went away during the call of '${fn}'`;
+      return new WorkerUnavailableError(`worker '${to}' ${why}`, { cause: error });
     }
     return error;
   }

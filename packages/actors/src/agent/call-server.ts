@@ -45,7 +45,8 @@ export class CallServer {
   }
 
   listen(): void {
-    this.subscription = this.transport.subscribe(callSubject(this.name), (message) => void this.handle(message));
+    // Only this worker serves its call subject (membership keeps names unique): requests may come direct.
+    this.subscription = this.transport.subscribe(callSubject(this.name), (message) => void this.handle(message), { exclusive: true });
   }
 
   /** From now on, new calls are refused with ShutdownError. */

@@ -33,7 +33,8 @@ export class ControlChannel {
 
   /** Starts listening on this worker's control subject. */
   listen(): void {
-    this.subscription = this.transport.subscribe(controlSubject(this.name), (m) => this.dispatch(m));
+    // Only this worker serves its control subject: acknowledged messages (RRef protocol, status) may come direct.
+    this.subscription = this.transport.subscribe(controlSubject(this.name), (m) => this.dispatch(m), { exclusive: true });
   }
 
   /** Sends a control message to `worker` without waiting. */

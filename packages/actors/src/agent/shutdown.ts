@@ -38,14 +38,20 @@ export interface BarrierParticipant {
 }
 
 const POLL_MS = 15;
+/** How long the first round waits for status answers, ms; doubled after a round that missed one, up to 2 s. */
+const FIRST_ANSWER_MS = 250;
 
 /** Waits for the static group's quiescence; rejects with RpcTimeoutError after `timeoutMs` (0 = never). */
 export async function staticBarrier(self: BarrierParticipant, timeoutMs: number): Promise<void> {
   const deadline = timeoutMs > 0 ? Date.now() + timeoutMs : Infinity;
   let previous: string | undefined;
   let waitingFor: string[] = [];
+  // A peer that has just left may still get the request and never answer: ask again soon rather
+  // than wait long; a peer that is only slow gets longer each round.
+  let answerMs = FIRST_ANSWER_MS;
   while (Date.now() < deadline) {
-    const snapshot = await poll(self, Math.max(1, Math.min(2_000, deadline - Date.now())));
+    const snapshot = await poll(self, Math.max(1, Math.min(answerMs, deadline - Date.now())));
+    answerMs = [...snapshot.values()].includes(undefined) ? Math.min(2_000, answerMs * 2) : FIRST_ANSWER_MS;
     waitingFor = notReady(snapshot);
     const key = waitingFor.length === 0 ? fingerprint(snapshot) : undefined;
     if (key !== undefined && key === previous) return;

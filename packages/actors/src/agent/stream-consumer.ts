@@ -79,8 +79,11 @@ export class StreamConsumers {
           fail(errorFromWire(frame[2] as WireError));
         }
       });
-      this.calls
-        .openStream(to, fn, args, meta(), { id, subject, credit }, options)
+      // The item subscription must be live on the bus before the producer can publish: the open
+      // request may travel another way (a direct route) and overtake it.
+      this.transport
+        .flush()
+        .then(() => (finished ? undefined : this.calls.openStream(to, fn, args, meta(), { id, subject, credit }, options)))
         .catch((error: Error) => fail(error));
       return () => {
         if (!finished) {

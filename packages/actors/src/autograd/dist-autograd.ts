@@ -246,7 +246,16 @@ export class DistAutograd {
       const grad = grads[i];
       if (grad instanceof tf.Tensor) seeds.push([tensor, grad]);
     });
-    if (seeds.length > 0) await this.pass(context, seeds);
+    if (seeds.length > 0) {
+      // A pass is synchronous. Several gradient messages often arrive in one read (one per
+      // micro-batch of a pipeline): yielding first lets the gradients the previous pass sent
+      // leave before this one starts, so the next worker works on them meanwhile.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!context.open) {
+        throw new AutogradError('AUTOGRAD_CONTEXT_NOT_FOUND', `autograd context ${contextId} was released during its backward pass`);
+      }
+      await this.pass(context, seeds);
+    }
   }
 
   /** One local pass, then the gradients it produced for received tensors go back to their senders. */

@@ -3,6 +3,7 @@
  *
  *   tb.module.check(moduleRRef)       waits for the module to exist; checks it has forward and parameters
  *   tb.module.params(moduleRRef)      RRefs to its parameters (the same ones on every call)
+ *   tb.module.dispose(moduleRRef)     frees its weights: its own dispose(), else each parameter
  * @module
  */
 import { InvalidArgumentError, tf } from '@tensorbus/core';
@@ -53,4 +54,16 @@ export const moduleParameters = remoteFunction('tb.module.params', async (ref: R
     parameterRefs.set(module, refs);
   }
   return refs;
+});
+
+/** Frees the module's weights: its own `dispose()` if it has one, else each of its parameters. */
+export const disposeModule = remoteFunction('tb.module.dispose', async (ref: RRef<unknown>): Promise<null> => {
+  const module = await moduleOf(ref);
+  const own = (module as Partial<{ dispose(): void }>).dispose;
+  if (typeof own === 'function') own.call(module);
+  else for (const p of module.parameters()) if (p instanceof tf.Variable && !p.isDisposed) p.dispose();
+  const refs = parameterRefs.get(module);
+  parameterRefs.delete(module);
+  await Promise.all((refs ?? []).map((r) => r.release().catch(() => undefined)));
+  return null;
 });

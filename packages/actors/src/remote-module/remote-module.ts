@@ -10,7 +10,7 @@ import { InvalidArgumentError, RpcFuture, type tf } from '@tensorbus/core';
 import type { RemoteArgs, RpcAgent, WorkerRef } from '../agent/rpc-agent.js';
 import type { RemoteClass } from '../registry/functions.js';
 import type { RRef } from '../rref/rref.js';
-import { checkModule, moduleParameters } from './module-functions.js';
+import { checkModule, disposeModule, moduleParameters } from './module-functions.js';
 
 /** What a module is: a forward pass, and its trainable parameters. */
 export interface Module {
@@ -79,9 +79,23 @@ export class RemoteModule<M extends Module = Module> {
     return this.module;
   }
 
-  /** Releases this worker's reference to the module. */
+  /**
+   * Releases this worker's reference to the module. Its weights stay on its
+   * worker (they are `tf.Variable`s: model state is freed explicitly, see
+   * {@link RemoteModule.dispose}).
+   */
   release(): Promise<void> {
     return this.module.release();
+  }
+
+  /**
+   * Frees the module's weights on its worker (the module's own `dispose()`
+   * if it has one, else each parameter), then releases this reference. Other
+   * holders of the module, or of its parameters' RRefs, must not use it after.
+   */
+  async dispose(): Promise<void> {
+    await this.agent.rpcSync(this.module.ownerName(), disposeModule, [this.module as RRef<unknown>]);
+    await this.release();
   }
 
   /** `await using emb = await RemoteModule.create(...)` releases it at the end of the block. */

@@ -1,7 +1,8 @@
 /**
  * The owner's side: the values this worker owns, and who refers to them. A
  * value is kept while any user fork (confirmed or pending) or any local owner
- * handle refers to it, and dropped (its tensors disposed) once none does.
+ * handle refers to it, and dropped (its tensors disposed, tf.Variables
+ * excepted) once none does.
  * @module
  */
 import { RRefError, tf } from '@tensorbus/core';
@@ -131,8 +132,9 @@ function keepTensors(value: unknown): unknown {
   return value;
 }
 
+/** Disposes the tensors of a dropped value, except variables: model state lives until disposed explicitly (as in calls). */
 function disposeKept(value: unknown): void {
   forEachTensor(value, (tensor) => {
-    if (!tensor.isDisposed) tensor.dispose();
+    if (!tensor.isDisposed && !(tensor instanceof tf.Variable)) tensor.dispose();
   });
 }

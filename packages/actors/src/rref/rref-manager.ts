@@ -226,7 +226,10 @@ export class RRefManager implements RRefHost {
   /** Releases every user fork (on shutdown), waiting at most `timeoutMs`. */
   async releaseAll(timeoutMs: number): Promise<void> {
     const all = [...this.users.values()].map((state) => this.releaseUser(state).catch(() => undefined));
-    await Promise.race([Promise.all(all), new Promise((resolve) => setTimeout(resolve, timeoutMs))]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(all), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    // A pending timer would keep the process alive for timeoutMs after shutdown.
+    clearTimeout(timer);
   }
 
   /** Forgets everything (after shutdown). */

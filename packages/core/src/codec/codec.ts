@@ -15,6 +15,7 @@
 import { Packr } from 'msgpackr';
 import { InvalidArgumentError, SerializationError, TensorbusError } from '../errors.js';
 import { tf } from '../tf.js';
+import { acquireBuffer, releaseBuffer, takeReceived } from '../buffer-pool.js';
 import { alignUp, HEADER_BYTES, readHeader, writeHeader } from './frame.js';
 import { encodeState, prepare, type EncodeState } from './prepare.js';
 import { scanEnvelope } from './scan.js';
@@ -51,7 +52,12 @@ export interface Codec {
 }
 
 // Objects of any size (variableMapSize), no records or structured-clone references either way.
-const packr = new Packr({ useRecords: false, moreTypes: true, mapsAsObjects: true, variableMapSize: true, structuredClone: false });
+// Byte strings are copied out of the frame (copyBuffers), so a decoded value never keeps a frame alive
+// and a received frame can be reused once decoded.
+const packr = new Packr({ useRecords: false, moreTypes: true, mapsAsObjects: true, variableMapSize: true, structuredClone: false, copyBuffers: true });
+
+/** Backends whose tensors copy the values they are made from (so decoded tensors never view the frame). */
+const COPYING_BACKENDS = new Set(['wasm', 'tensorflow', 'webgl', 'webgpu']);
 
 /** Errors from extensions that carry their own meaning (an RRef already released) pass through. */
 function asCodecError(error: unknown, what: string): TensorbusError {
@@ -67,12 +73,17 @@ function tooLarge(bytes: number, limit: number): SerializationError {
   return new SerializationError(`message of ${bytes} bytes exceeds the limit of ${limit} bytes (maxMessageBytes): send large tensors in parts, or raise the limit on both sides`);
 }
 
-/** Copies every tensor's bytes into its block; padding between blocks stays zero. */
+/** Copies every tensor's bytes into its block, and zeroes the padding (the frame may be reused memory). */
 function writeBlocks(frame: Uint8Array, dataStart: number, st: EncodeState): void {
+  let written = dataStart;
   for (let i = 0; i < st.tensors.length; i++) {
+    const start = dataStart + st.offsets[i]!;
+    frame.fill(0, written, start);
     // Read each tensor's bytes just before copying: a view of the WASM heap is only good until the next tfjs call.
-    frame.set(tensorBytes(st.tensors[i]!, st.lengths[i]!), dataStart + st.offsets[i]!);
+    frame.set(tensorBytes(st.tensors[i]!, st.lengths[i]!), start);
+    written = start + st.lengths[i]!;
   }
+  frame.fill(0, written);
 }
 
 /**
@@ -140,13 +151,15 @@ export function createCodec(limits: CodecLimits = {}): Codec {
     const dataStart = st.tensors.length === 0 ? envelopeEnd : alignUp(envelopeEnd);
     const total = dataStart + st.dataBytes;
     if (total > maxMessageBytes) throw tooLarge(total, maxMessageBytes);
-    const frame = new Uint8Array(total);
+    const frame = acquireBuffer(total);
     writeHeader(frame, envelope.byteLength);
     frame.set(envelope, HEADER_BYTES);
     if (st.tensors.length > 0) {
+      frame.fill(0, envelopeEnd, dataStart);
       try {
         writeBlocks(frame, dataStart, st);
       } catch (error) {
+        releaseBuffer(frame);
         throw asCodecError(error, 'cannot encode value');
       }
     }
@@ -166,6 +179,10 @@ export function createCodec(limits: CodecLimits = {}): Codec {
     } catch (error) {
       for (const tensor of s.made) if (!tensor.isDisposed) tensor.dispose();
       throw asCodecError(error, 'cannot decode message');
+    } finally {
+      // A frame only this decode reads, that no decoded value views, can hold the next one.
+      // (The cheap check first: most frames are small and never marked.)
+      if (takeReceived(bytes) && COPYING_BACKENDS.has(tf.getBackend())) releaseBuffer(bytes);
     }
   }
 

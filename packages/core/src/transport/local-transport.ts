@@ -25,8 +25,41 @@ interface Listener {
   handler: (message: InboundMessage) => void;
 }
 
+/** Listeners by exact subject, plus those with wildcards (matched one by one). */
+class ListenerIndex {
+  private readonly exact = new Map<string, Set<Listener>>();
+  private readonly wild = new Set<Listener>();
+
+  add(listener: Listener): void {
+    if (/(^|\.)(\*|>)(\.|$)/.test(listener.pattern)) {
+      this.wild.add(listener);
+      return;
+    }
+    let set = this.exact.get(listener.pattern);
+    if (!set) this.exact.set(listener.pattern, (set = new Set()));
+    set.add(listener);
+  }
+
+  delete(listener: Listener): void {
+    if (this.wild.delete(listener)) return;
+    const set = this.exact.get(listener.pattern);
+    if (set?.delete(listener) && set.size === 0) this.exact.delete(listener.pattern);
+  }
+
+  has(listener: Listener): boolean {
+    return this.wild.has(listener) || (this.exact.get(listener.pattern)?.has(listener) ?? false);
+  }
+
+  /** The listeners `subject` reaches. */
+  *matching(subject: string): Iterable<Listener> {
+    const set = this.exact.get(subject);
+    if (set) yield* set;
+    for (const listener of this.wild) if (subjectMatches(listener.pattern, subject)) yield listener;
+  }
+}
+
 class LocalBus {
-  readonly listeners = new Set<Listener>();
+  readonly listeners = new ListenerIndex();
   private nextInbox = 0;
 
   inbox(): string {
@@ -37,8 +70,7 @@ class LocalBus {
   deliver(subject: string, data: Uint8Array, reply: string | undefined): number {
     const groups = new Map<string, Listener[]>();
     const targets: Listener[] = [];
-    for (const listener of this.listeners) {
-      if (!subjectMatches(listener.pattern, subject)) continue;
+    for (const listener of this.listeners.matching(subject)) {
       if (listener.queue === undefined) targets.push(listener);
       else groups.set(listener.queue, [...(groups.get(listener.queue) ?? []), listener]);
     }

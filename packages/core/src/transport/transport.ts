@@ -41,6 +41,12 @@ export interface SubscribeOptions {
    * (`TransportError`).
    */
   onError?: (error: Error) => void;
+  /**
+   * This subscriber alone serves `subject` (a worker's own call subject): a
+   * transport may then let requesters reach it on a direct path beside the
+   * bus (the NATS transport's direct routes). Never with `queue`.
+   */
+  exclusive?: boolean;
 }
 
 /** A live subscription. */

@@ -23,6 +23,12 @@ export interface ChartSpec {
   series: Series[];
   /** Log scale on both axes (for latency against size). */
   log?: boolean;
+  /** With `log`: ticks at powers of ten (1, 10, 100, ...) instead of five even steps. */
+  decadeTicks?: boolean;
+  /** Labels of the x ticks (default: a number); receives the value, not its logarithm. */
+  xTickFormat?: (value: number) => string;
+  /** Labels of the left y ticks (default: a number); receives the value, not its logarithm. */
+  yTickFormat?: (value: number) => string;
 }
 
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
@@ -45,6 +51,13 @@ function ticks([lo, hi]: [number, number], n = 5): number[] {
   return Array.from({ length: n + 1 }, (_, i) => lo + ((hi - lo) * i) / n);
 }
 
+/** The whole powers of ten within [lo, hi] (in log10 units); even steps when there are fewer than two. */
+function decades([lo, hi]: [number, number]): number[] {
+  const out: number[] = [];
+  for (let e = Math.ceil(lo - 1e-9); e <= hi + 1e-9; e++) out.push(e);
+  return out.length >= 2 ? out : ticks([lo, hi]);
+}
+
 function fmt(v: number, log: boolean): string {
   const x = log ? 10 ** v : v;
   if (Math.abs(x) >= 1000 || (Math.abs(x) < 0.01 && x !== 0)) return x.toExponential(1);
@@ -54,6 +67,8 @@ function fmt(v: number, log: boolean): string {
 /** Renders the chart as SVG text. */
 export function renderChart(spec: ChartSpec): string {
   const log = spec.log ?? false;
+  const tickAt = log && spec.decadeTicks ? decades : (range: [number, number]) => ticks(range);
+  const label = (t: number, format: ((value: number) => string) | undefined) => (format ? format(log ? 10 ** t : t) : fmt(t, log));
   const tr = (v: number) => (log ? Math.log10(v) : v);
   const left = spec.series.filter((s) => !s.right);
   const right = spec.series.filter((s) => s.right);
@@ -69,18 +84,18 @@ export function renderChart(spec: ChartSpec): string {
     `<line x1="${M.left}" y1="${H - M.bottom}" x2="${W - M.right}" y2="${H - M.bottom}" stroke="black"/>`,
     `<line x1="${M.left}" y1="${M.top}" x2="${M.left}" y2="${H - M.bottom}" stroke="black"/>`,
   ];
-  for (const t of ticks(xs)) {
+  for (const t of tickAt(xs)) {
     const x = M.left + ((t - xs[0]) / (xs[1] - xs[0] || 1)) * (W - M.left - M.right);
-    out.push(`<text x="${x}" y="${H - M.bottom + 16}" text-anchor="middle">${fmt(t, log)}</text>`);
+    out.push(`<text x="${x}" y="${H - M.bottom + 16}" text-anchor="middle">${escape(label(t, spec.xTickFormat))}</text>`);
   }
-  for (const t of ticks(yl)) {
+  for (const t of tickAt(yl)) {
     const y = H - M.bottom - ((t - yl[0]) / (yl[1] - yl[0] || 1)) * (H - M.top - M.bottom);
     out.push(`<line x1="${M.left}" y1="${y}" x2="${W - M.right}" y2="${y}" stroke="#eee"/>`);
-    out.push(`<text x="${M.left - 6}" y="${y + 4}" text-anchor="end">${fmt(t, log)}</text>`);
+    out.push(`<text x="${M.left - 6}" y="${y + 4}" text-anchor="end">${escape(label(t, spec.yTickFormat))}</text>`);
   }
   if (right.length > 0) {
     out.push(`<line x1="${W - M.right}" y1="${M.top}" x2="${W - M.right}" y2="${H - M.bottom}" stroke="black"/>`);
-    for (const t of ticks(yr)) {
+    for (const t of tickAt(yr)) {
       const y = H - M.bottom - ((t - yr[0]) / (yr[1] - yr[0] || 1)) * (H - M.top - M.bottom);
       out.push(`<text x="${W - M.right + 6}" y="${y + 4}">${fmt(t, log)}</text>`);
     }

@@ -19,6 +19,7 @@ import { writeChart } from '../common/svg-chart.js';
 import { loadIris, shard } from './data.js';
 import { evaluate, gradients } from './model.js';
 import { fetchParams, hostParameterServer, pushGradients } from './server.js';
+import { flagReader } from '../common/args.js';
 
 interface Settings {
   epochs: number;
@@ -28,10 +29,7 @@ interface Settings {
 }
 
 function settings(argv: string[]): Settings {
-  const value = (flag: string, fallback: string) => {
-    const i = argv.indexOf(flag);
-    return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
-  };
+  const value = flagReader(argv);
   return {
     epochs: Number(value('--epochs', '60')),
     batchSize: Number(value('--batch-size', '8')),

@@ -13,12 +13,13 @@ export type Params = Tensor[];
 
 /** Variables of a freshly initialised model (Glorot-uniform weights, zero biases). */
 export function createParams(inputs: number, hidden: number, classes: number, seed = 1): TfNamespace.Variable[] {
-  return [
+  // tidy disposes the initial values; the variables hold their own references to the data.
+  return tf.tidy(() => [
     tf.variable(tf.randomUniform([inputs, hidden], -Math.sqrt(6 / (inputs + hidden)), Math.sqrt(6 / (inputs + hidden)), 'float32', seed), true, 'w1'),
     tf.variable(tf.zeros([hidden]), true, 'b1'),
     tf.variable(tf.randomUniform([hidden, classes], -Math.sqrt(6 / (hidden + classes)), Math.sqrt(6 / (hidden + classes)), 'float32', seed + 1), true, 'w2'),
     tf.variable(tf.zeros([classes]), true, 'b2'),
-  ];
+  ]);
 }
 
 /** Logits of `x` [n, 4]. */

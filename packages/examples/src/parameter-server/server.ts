@@ -56,21 +56,19 @@ export class BatchUpdateParameterServer {
   }
 }
 
-let server: BatchUpdateParameterServer | undefined;
+let host!: (server: BatchUpdateParameterServer) => void;
+/** This process's parameter server, once hosted. Calls that arrive earlier (a trainer can be faster than `ps`) wait for it. */
+const hosted = new Promise<BatchUpdateParameterServer>((resolve) => (host = resolve));
 
 /** Makes this process's parameter server (on the `ps` worker). */
 export function hostParameterServer(trainers: number, learningRate: number, onStep: StepListener): BatchUpdateParameterServer {
-  server = new BatchUpdateParameterServer(trainers, learningRate, onStep);
-  return server;
-}
-
-function local(): BatchUpdateParameterServer {
-  if (!server) throw new Error('this worker hosts no parameter server');
+  const server = new BatchUpdateParameterServer(trainers, learningRate, onStep);
+  host(server);
   return server;
 }
 
 /** The current parameters. */
-export const fetchParams = remoteFunction('ps.fetchParams', () => local().params);
+export const fetchParams = remoteFunction('ps.fetchParams', async () => (await hosted).params);
 
 /** Pushes gradients, waits for the round, returns the updated parameters. */
-export const pushGradients = remoteFunction('ps.pushGradients', (grads: Tensor[]) => local().pushAndWait(grads));
+export const pushGradients = remoteFunction('ps.pushGradients', async (grads: Tensor[]) => (await hosted).pushAndWait(grads));

@@ -6,7 +6,8 @@
  */
 import type { Msg, NatsConnection } from 'nats';
 import { TransportError } from '@tensorbus/core';
-import { DEFAULT_WINDOW, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, type PullMessage } from './chunk-protocol.js';
+import { acquireBuffer, markReceived, releaseBuffer } from '@tensorbus/core/internal';
+import { H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, windowFor, type PullMessage } from './chunk-protocol.js';
 
 /** True when `msg` announces a chunked transfer. */
 export function isAnnouncement(msg: Msg): boolean {
@@ -20,9 +21,9 @@ export function receiveChunked(
   maxBytes: number,
   timeoutMs: number,
   inbox: () => string,
-  window = DEFAULT_WINDOW,
 ): Promise<Uint8Array> {
   const size = Number(announcement.headers!.get(H_SIZE));
+  const window = windowFor(Number(announcement.headers!.get(H_CHUNK)));
   const pullSubject = announcement.headers!.get(H_PULL);
   const chunkSubject = inbox();
   const encoder = new TextEncoder();
@@ -41,7 +42,7 @@ export function receiveChunked(
     return Promise.reject(new TransportError(`refused a payload of ${size} bytes: the limit is ${maxBytes}`));
   }
   return new Promise<Uint8Array>((resolve, reject) => {
-    let buffer: Uint8Array | undefined = new Uint8Array(size);
+    let buffer: Uint8Array | undefined = acquireBuffer(size);
     let received = 0;
     let expected = 0;
     let sinceGrant = 0;
@@ -49,6 +50,7 @@ export function receiveChunked(
     const fail = (reason: string) => {
       clearTimeout(timer);
       sub.unsubscribe();
+      if (buffer) releaseBuffer(buffer);
       buffer = undefined;
       pull({ s: chunkSubject, abort: reason });
       reject(new TransportError(`chunked transfer of ${size} bytes failed: ${reason}`));
@@ -73,6 +75,7 @@ export function receiveChunked(
           sub.unsubscribe();
           const done = buffer;
           buffer = undefined;
+          markReceived(done);
           resolve(done);
           return;
         }

@@ -5,7 +5,9 @@
  */
 import { headers, type MsgHdrs, type NatsConnection, type Subscription } from 'nats';
 import { TransportError } from '@tensorbus/core';
-import { DEFAULT_WINDOW, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, type PullMessage } from './chunk-protocol.js';
+import type { Offered } from '../direct/direct-server.js';
+import { H_DIRECT, H_ROUTE } from '../direct/direct-protocol.js';
+import { DEFAULT_WINDOW, H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, type PullMessage } from './chunk-protocol.js';
 
 /** How a transfer ends for the sender. */
 export interface SendOutcome {
@@ -26,7 +28,9 @@ let transfers = 0;
  * Announces `data` on `subject` (with `reply`, if any) and serves chunks of
  * `chunkSize` to receivers that pull them. A transfer with no progress for
  * `timeoutMs` fails. `keepForMore` keeps serving further receivers (publish
- * to several subscribers) until idle.
+ * to several subscribers) until idle. With `direct`, the announcement also
+ * offers the payload on the direct data plane; chunks remain the fallback.
+ * `route` offers a direct route for later requests (on replies).
  */
 export function sendChunked(
   nc: NatsConnection,
@@ -37,6 +41,8 @@ export function sendChunked(
   timeoutMs: number,
   inbox: () => string,
   keepForMore = false,
+  direct?: Offered,
+  route?: string,
 ): SendOutcome {
   const transferId = `${process.pid}.${++transfers}`;
   const pullSubject = inbox();
@@ -63,6 +69,7 @@ export function sendChunked(
     settled = true;
     clearTimeout(idle);
     sub?.unsubscribe();
+    direct?.withdraw();
     pullers.clear();
     if (error && !deliveredOnce) rejectDelivered(error);
     else resolveDelivered();
@@ -93,6 +100,14 @@ export function sendChunked(
       }
       if (typeof pull.s !== 'string') return;
       touch();
+      if (pull.done === true) {
+        // Only an offer with one receiver has `fetched` (see DirectPlane.offer).
+        direct?.fetched?.();
+        deliveredOnce = true;
+        if (!keepForMore) finish();
+        else resolveDelivered();
+        return;
+      }
       if (pull.abort !== undefined) {
         pullers.delete(pull.s);
         if (!keepForMore) finish(new TransportError(`the receiver of a ${data.byteLength}-byte transfer to '${subject}' gave up: ${pull.abort}`));
@@ -107,7 +122,10 @@ export function sendChunked(
   const h: MsgHdrs = headers();
   h.set(H_TRANSFER, transferId);
   h.set(H_SIZE, String(data.byteLength));
+  h.set(H_CHUNK, String(chunkSize));
   h.set(H_PULL, pullSubject);
+  if (direct) h.set(H_DIRECT, direct.header);
+  if (route) h.set(H_ROUTE, route);
   touch();
   nc.publish(subject, new Uint8Array(0), { headers: h, reply });
   return { delivered, cancel: (reason) => finish(new TransportError(reason)) };

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { findNatsServer, INSTALL_HINT } from './find-binary.js';
 import { freePort, waitForPort } from './free-port.js';
 
@@ -16,6 +16,14 @@ export interface NatsServerOptions {
   port?: number;
   /** Text of a nats-server configuration file (accounts, authorization, cluster, ...). */
   config?: string;
+  /**
+   * Path of a nats-server configuration file to use. With `config` or
+   * `maxPayload` too, the file is included first and those lines follow.
+   * The port and address are always the launcher's (`-a`, `-p` win over the file).
+   */
+  configFile?: string;
+  /** Environment of the server process, added to this process's (a config file reads `$NAME` from it). */
+  env?: Record<string, string>;
   /** `max_payload` in bytes (default: the server's, 1 MB). */
   maxPayload?: number;
   /** More command-line arguments. */
@@ -44,10 +52,22 @@ let exitHookInstalled = false;
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
-  // Servers die with the process that started them, however it exits.
-  process.on('exit', () => {
+  const killAll = () => {
     for (const child of running) child.kill('SIGKILL');
-  });
+  };
+  // Servers die with the process that started them, however it exits.
+  process.on('exit', killAll);
+  // A signal that would kill the process skips 'exit': take the servers along first. A process
+  // with its own handler for the signal decides for itself (and its exit still runs the hook).
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    const onSignal = () => {
+      if (process.listenerCount(signal) > 1) return;
+      killAll();
+      process.removeListener(signal, onSignal);
+      process.kill(process.pid, signal);
+    };
+    process.on(signal, onSignal);
+  }
 }
 
 /**
@@ -72,9 +92,13 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   const lines = [options.config ?? ''];
   if (options.maxPayload !== undefined) lines.push(`max_payload: ${options.maxPayload}`);
   const configText = lines.join('\n').trim();
-  if (configText) {
+  if (options.configFile && !configText) {
+    args.push('-c', resolve(options.configFile));
+  } else if (configText || options.configFile) {
     const configFile = join(dir, 'nats.conf');
-    writeFileSync(configFile, configText);
+    // nats-server resolves includes relative to the including file, even absolute ones.
+    const include = options.configFile ? `include "${relative(dir, resolve(options.configFile))}"\n` : '';
+    writeFileSync(configFile, include + configText);
     args.push('-c', configFile);
   }
   args.push(...(options.args ?? []));
@@ -82,7 +106,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   let child: ChildProcess;
   let log = '';
   const launch = async () => {
-    child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ? { ...process.env, ...options.env } : process.env });
     running.add(child);
     const collect = (chunk: Buffer) => {
       log = (log + chunk.toString()).slice(-8_000);

@@ -1,0 +1,116 @@
+/**
+ * The benchmark's cases (no-op, identity of five sizes, async calls per
+ * second, RRef round trips, distributed autograd) and how many repetitions
+ * each gets in a full and in a quick run.
+ * @module
+ */
+import type { LatencyPlan, RatePlan } from './stats.js';
+
+/** What a case measures. */
+export type CaseKind = 'latency' | 'rate' | 'rref' | 'autograd';
+
+/** One case of the benchmark. */
+export interface BenchCase {
+  /** Short name, as `--only` takes it. */
+  id: string;
+  /** As the tables print it. */
+  title: string;
+  kind: CaseKind;
+  /** Payload of a latency case, bytes (0: no-op). */
+  bytes?: number;
+}
+
+const MB = 1 << 20;
+
+/** Payload sizes of the identity cases: float32 tensors of 4 KB to 400 MB. */
+export const SIZES = [4096, MB, 4 * MB, 40 * MB, 400 * MB] as const;
+
+/** The size whose round trip also measures peak memory. */
+export const PEAK_MEMORY_BYTES = 400 * MB;
+
+/** Human size: 4 KB, 1 MB, 400 MB. */
+export function sizeLabel(bytes: number): string {
+  return bytes >= MB ? `${bytes / MB} MB` : `${bytes / 1024} KB`;
+}
+
+/** Every case, in the order the tables print them. */
+export const CASES: readonly BenchCase[] = [
+  { id: 'noop', title: 'no-op round trip', kind: 'latency', bytes: 0 },
+  ...SIZES.map((bytes): BenchCase => ({ id: sizeLabel(bytes).replace(' ', ''), title: `identity ${sizeLabel(bytes)}`, kind: 'latency', bytes })),
+  { id: 'async', title: 'small async calls/s, 64 in flight', kind: 'rate' },
+  { id: 'rref', title: 'remote + toHere + release /s', kind: 'rref' },
+  { id: 'autograd', title: 'dist autograd fwd+bwd, remote linear', kind: 'autograd' },
+];
+
+/** The id of the growth study, for `--only`. */
+export const GROWTH_ID = 'growth';
+
+/**
+ * How a case runs: its repetitions are split into blocks, and the blocks of
+ * all systems are interleaved (block 1 of every system, then block 2, ...),
+ * so a burst of load from elsewhere on this shared machine falls on every
+ * system alike instead of on whichever ran at the time. Only the first block
+ * of each system has a warm-up.
+ */
+export interface CasePlan {
+  blocks: number;
+  /** The caller command of the case. */
+  op: CaseKind;
+  /** Parameters of block `b` (0-based). */
+  params(b: number): Record<string, unknown>;
+}
+
+function split(total: number, blocks: number, b: number): number {
+  return Math.floor(total / blocks) + (b < total % blocks ? 1 : 0);
+}
+
+function latencyPlan(reps: number, warmup: number, blocks: number): (b: number) => LatencyPlan {
+  return (b) => ({ warmup: b === 0 ? warmup : 0, reps: split(reps, blocks, b) });
+}
+
+/** Repetitions of a round-trip case of `bytes`, in blocks. */
+function roundTripPlan(bytes: number, quick: boolean): { blocks: number; plan: (b: number) => LatencyPlan } {
+  const [warmup, reps, blocks] =
+    bytes <= 65_536 ? (quick ? [50, 300, 3] : [1000, 5000, 5]) : bytes <= 8 * MB ? (quick ? [2, 8, 2] : [5, 30, 3]) : bytes <= 64 * MB ? (quick ? [1, 3, 1] : [2, 10, 2]) : [1, 5, 1];
+  return { blocks, plan: latencyPlan(reps, warmup, blocks) };
+}
+
+/** Rounds of a rate case, one round per block. */
+function ratePlan(window: number, calls: number, rounds: number, warmupCalls: number): (b: number) => RatePlan {
+  return (b) => ({ window, calls, rounds: 1, warmupCalls: b === 0 ? warmupCalls : 0 });
+}
+
+/** The plan of case `c`. */
+export function casePlan(c: BenchCase, quick: boolean): CasePlan {
+  switch (c.kind) {
+    case 'latency': {
+      const { blocks, plan } = roundTripPlan(c.bytes!, quick);
+      return { blocks, op: c.kind, params: (b) => ({ bytes: c.bytes, plan: plan(b) }) };
+    }
+    case 'rate': {
+      // 64 calls in flight, as the PyTorch anchor.
+      const [calls, rounds, warmup] = quick ? [1000, 3, 200] : [10_000, 5, 2000];
+      const plan = ratePlan(64, calls, rounds, warmup);
+      return { blocks: rounds, op: c.kind, params: (b) => ({ plan: plan(b) }) };
+    }
+    case 'rref': {
+      // One operation after another.
+      const [calls, rounds, warmup] = quick ? [100, 3, 20] : [500, 5, 100];
+      const plan = ratePlan(1, calls, rounds, warmup);
+      return { blocks: rounds, op: c.kind, params: (b) => ({ plan: plan(b) }) };
+    }
+    case 'autograd': {
+      const [warmup, reps, blocks] = quick ? [5, 30, 3] : [20, 200, 5];
+      const plan = latencyPlan(reps, warmup, blocks);
+      return { blocks, op: c.kind, params: (b) => ({ plan: plan(b) }) };
+    }
+  }
+}
+
+/** Callers of the growth study. */
+export const GROWTH_WORKERS = [2, 4, 8, 16] as const;
+
+/** How long each growth level runs, ms. */
+export function growthPlan(quick: boolean): { warmupMs: number; durationMs: number } {
+  return quick ? { warmupMs: 200, durationMs: 800 } : { warmupMs: 500, durationMs: 3000 };
+}

@@ -1,0 +1,190 @@
+/**
+ * `npm run bench`: tensorbus measured against its peers in one run, on
+ * loopback. Starts an embedded nats-server, the processes of each system
+ * (tensorbus over NATS: a driver and a callee process; tensorbus in-process;
+ * raw NATS, gRPC-js and raw TCP: a client and a server process each), runs
+ * every case on every system, runs the PyTorch RPC anchor scripts, the
+ * growth study and the 400 MB case with peak memory, then writes
+ * `bench.json`, `bench.md` and `bench-rtt.svg` to `--out` (default out/bench).
+ *
+ *   npm run bench -- [--quick] [--only noop,4KB,...] [--systems tensorbus-nats,tcp,...] [--out dir]
+ * @module
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startNatsServer, type NatsServer } from '@tensorbus/nats-transport';
+import { CASES, GROWTH_ID, PEAK_MEMORY_BYTES, type BenchCase } from './cases.js';
+import { runGrowth } from './growth.js';
+import { loadNow, machineInfo, versions } from './machine.js';
+import { parseOptions } from './options.js';
+import { writeRoundTripChart } from './report/chart.js';
+import { renderMarkdown } from './report/markdown.js';
+import { evaluateTargets } from './report/targets.js';
+import type { BenchReport, CaseResult, GrowthRecord, MissingSystem, PeakRecord } from './results.js';
+import { Progress, runCase, runPeakCase, runPytorchLatency, runPytorchRate } from './runner.js';
+import { startNodeSystem, type NodeSystem } from './systems/node-systems.js';
+import { PYTORCH_MISSING, torchAvailability } from './systems/pytorch.js';
+import { SYSTEM_IDS, SYSTEM_LABELS } from './systems/system-ids.js';
+
+/** max_payload of the embedded nats-server: the most nats-server allows, so 40 MB fits in one message. */
+const NATS_MAX_PAYLOAD = 64 * 1024 * 1024;
+
+process.on('SIGINT', () => process.exit(130));
+const options = parseOptions(process.argv.slice(2));
+const started = new Date();
+const selected = SYSTEM_IDS.filter((s) => options.systems.has(s));
+const machine = machineInfo();
+const versionInfo = versions();
+console.log(`tensorbus benchmark (${options.quick ? 'quick' : 'full'}): cases ${[...options.cases].join(', ')}`);
+console.log(`systems: ${selected.map((s) => SYSTEM_LABELS[s]).join(', ')}`);
+console.log(`machine: ${String(machine.cpus)}, ${String(machine.memory)}, load ${String(machine.loadStart)}`);
+
+const missing: MissingSystem[] = [];
+const results: CaseResult[] = [];
+const peaks: PeakRecord[] = [];
+let growth: GrowthRecord[] = [];
+
+let torchOk = false;
+if (options.systems.has('pytorch')) {
+  const torch = torchAvailability();
+  versionInfo.torch = torch.version;
+  versionInfo.python = torch.python;
+  torchOk = torch.version !== undefined;
+  if (!torchOk) {
+    console.log(PYTORCH_MISSING);
+    console.log(`  (${torch.reason})`);
+    missing.push({ system: 'pytorch', reason: PYTORCH_MISSING });
+  }
+}
+
+let nats: NatsServer | undefined;
+if (options.systems.has('tensorbus-nats') || options.systems.has('nats')) {
+  nats = await startNatsServer({ maxPayload: NATS_MAX_PAYLOAD });
+  console.log(`nats-server ${versionInfo['nats-server'] ?? ''} on ${nats.url}, max_payload ${NATS_MAX_PAYLOAD / (1 << 20)} MB`);
+}
+
+const systems: NodeSystem[] = [];
+for (const id of selected) {
+  if (id === 'pytorch') continue;
+  console.log(`starting ${SYSTEM_LABELS[id]} ...`);
+  try {
+    systems.push(await startNodeSystem(id, nats ? { url: nats.url, pid: nats.pid } : undefined));
+  } catch (error) {
+    console.log(`  ${SYSTEM_LABELS[id]} could not start: ${(error as Error).message}`);
+    missing.push({ system: id, reason: `could not start: ${(error as Error).message}` });
+  }
+}
+const tensorbusCaller = systems.find((s) => s.id.startsWith('tensorbus'))?.caller;
+const tfjsBackend = tensorbusCaller ? await tensorbusCaller.request<string>('backend') : undefined;
+if (tfjsBackend) console.log(`TensorFlow.js backend of the tensorbus processes: ${tfjsBackend}`);
+
+const tensorCounts = async () => {
+  const counts: Record<string, unknown> = {};
+  for (const system of systems.filter((s) => s.id.startsWith('tensorbus'))) {
+    counts[system.id] = await system.caller.request('tensors').catch((error: Error) => error.message);
+  }
+  return counts;
+};
+const tensorsBefore = await tensorCounts();
+
+const wanted = CASES.filter((c) => options.cases.has(c.id));
+const mainCases = wanted.filter((c) => c.bytes !== PEAK_MEMORY_BYTES);
+const peakCase = wanted.find((c) => c.bytes === PEAK_MEMORY_BYTES);
+const runs = (c: BenchCase) => systems.filter((s) => s.kinds.has(c.kind)).length;
+const progress = new Progress(mainCases.length + (peakCase ? runs(peakCase) : 0));
+
+// 1. Every case but the largest, case by case, the systems' blocks
+//    interleaved (a burst of load from elsewhere hits them alike).
+for (const c of mainCases) results.push(...(await runCase(c, systems, options.quick, progress)));
+
+// 2. PyTorch RPC: its anchor scripts, as they are.
+const torchLatencyCases = mainCases.filter((c) => c.kind === 'latency');
+const torchRate = mainCases.find((c) => c.kind === 'rate');
+if (torchOk) {
+  try {
+    if (torchLatencyCases.length > 0) {
+      console.log(`PyTorch RPC: torch_rpc.py (${torchLatencyCases.map((c) => c.id).join(', ')}) ...`);
+      const torch = await runPytorchLatency(torchLatencyCases, false);
+      for (const r of torch.results) console.log(`        -> ${r.caseId}: median ${(r.medianMs! * 1000).toFixed(0)} µs`);
+      results.push(...torch.results);
+    }
+    if (torchRate) {
+      const runsOfScript = options.quick ? 1 : 3;
+      console.log(`PyTorch RPC: torch_rpc_throughput.py 64 in flight, ${runsOfScript} run(s) ...`);
+      const rate = await runPytorchRate(torchRate.id, runsOfScript, options.quick ? 5_000 : 20_000);
+      console.log(`        -> ${rate.perSecond!.toFixed(0)} calls/s`);
+      results.push(rate);
+    }
+  } catch (error) {
+    console.log(`  PyTorch RPC failed: ${(error as Error).message}`);
+    missing.push({ system: 'pytorch', reason: `failed: ${(error as Error).message}` });
+  }
+}
+
+// 3. Growth: 1..16 callers calling one callee.
+if (options.cases.has(GROWTH_ID)) {
+  const grown = systems.filter((s) => s.id === 'tensorbus-nats' || s.id === 'tensorbus-local' || s.id === 'nats');
+  growth = await runGrowth(grown, nats?.url, options.quick);
+}
+
+// Leak check: tensors alive in the tensorbus processes before and after the cases.
+const liveTensors = { before: tensorsBefore, after: await tensorCounts() };
+console.log(`tensors alive in the tensorbus processes: ${JSON.stringify(liveTensors)}`);
+
+// 4. The largest round trip, with the peak memory of every process; each
+//    system stops right after, so the next does not share the machine with
+//    its multi-GB heaps.
+for (const system of systems) {
+  if (peakCase && system.kinds.has(peakCase.kind)) {
+    const { result, peaks: measured } = await runPeakCase(system, peakCase, options.quick, progress);
+    results.push(result);
+    peaks.push(...measured);
+    for (const p of measured) console.log(`        peak RSS of ${p.role}: ${(p.peakBytes / (1 << 20)).toFixed(0)} MB`);
+  }
+  await system.stop();
+}
+if (peakCase && torchOk) {
+  console.log(`PyTorch RPC: torch_rpc.py ${peakCase.bytes} (peak memory of its workers) ...`);
+  try {
+    const torch = await runPytorchLatency([peakCase], true);
+    results.push(...torch.results);
+    peaks.push(...torch.peaks);
+    for (const r of torch.results) console.log(`        -> median ${r.medianMs!.toFixed(0)} ms`);
+    for (const p of torch.peaks) console.log(`        peak RSS of ${p.role}: ${(p.peakBytes / (1 << 20)).toFixed(0)} MB`);
+  } catch (error) {
+    console.log(`  PyTorch RPC 400 MB failed: ${(error as Error).message}`);
+    results.push({ caseId: peakCase.id, system: 'pytorch', skipped: `failed: ${(error as Error).message}` });
+  }
+}
+await nats?.stop();
+
+// 5. The report.
+const targets = evaluateTargets(results, peaks, PEAK_MEMORY_BYTES);
+const report: BenchReport & { liveTensors: Record<string, unknown> } = {
+  started: started.toISOString(),
+  seconds: (Date.now() - started.getTime()) / 1000,
+  quick: options.quick,
+  command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+  machine: { ...machine, loadEnd: loadNow() },
+  versions: versionInfo,
+  tfjsBackend,
+  natsMaxPayload: nats ? NATS_MAX_PAYLOAD : undefined,
+  systems: selected,
+  missing,
+  results,
+  peaks,
+  peakPayloadBytes: PEAK_MEMORY_BYTES,
+  growth,
+  targets,
+  liveTensors,
+};
+mkdirSync(options.out, { recursive: true });
+const jsonPath = join(options.out, 'bench.json');
+const mdPath = join(options.out, 'bench.md');
+writeFileSync(jsonPath, JSON.stringify(report, null, 2));
+const markdown = renderMarkdown(report, targets);
+writeFileSync(mdPath, `${markdown}\n`);
+const chartPath = writeRoundTripChart(join(options.out, 'bench-rtt.svg'), results, selected);
+console.log(`\n${markdown}\n`);
+console.log(`results written to ${jsonPath}, ${mdPath}, chart ${chartPath} (${report.seconds.toFixed(0)} s)`);
+process.exit(0);

@@ -1,0 +1,55 @@
+/**
+ * Command-line flags of `npm run bench`:
+ *
+ *   --quick             small repetition counts, no 400 MB case (a smoke test)
+ *   --only a,b,...      cases to run: noop, 4KB, 1MB, 4MB, 40MB, 400MB (or identity: all sizes),
+ *                       async, rref, autograd, growth
+ *   --systems a,b,...   systems to run: tensorbus-nats, tensorbus-local, nats, grpc, tcp, pytorch
+ *   --out <dir>         where the JSON, markdown and SVG go (default out/bench)
+ * @module
+ */
+import { resolve } from 'node:path';
+import { CASES, GROWTH_ID, PEAK_MEMORY_BYTES } from './cases.js';
+import { SYSTEM_IDS, type SystemId } from './systems/system-ids.js';
+
+/** The parsed flags. */
+export interface BenchOptions {
+  quick: boolean;
+  /** Case ids to run (growth included when asked). */
+  cases: Set<string>;
+  systems: Set<SystemId>;
+  out: string;
+}
+
+function list(argv: string[], flag: string): string[] | undefined {
+  const i = argv.indexOf(flag);
+  if (i < 0) return undefined;
+  const value = argv[i + 1];
+  if (value === undefined || value.startsWith('--')) throw new Error(`${flag} needs a comma-separated list`);
+  return value.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** Parses the flags; throws with the valid names on an unknown case or system. */
+export function parseOptions(argv: string[]): BenchOptions {
+  const quick = argv.includes('--quick');
+  const allCases = [...CASES.map((c) => c.id), GROWTH_ID];
+  const sizeIds = CASES.filter((c) => (c.bytes ?? 0) > 0).map((c) => c.id);
+  const only = list(argv, '--only')?.flatMap((id) => (id === 'identity' ? sizeIds : [id]));
+  for (const id of only ?? []) {
+    const known = allCases.find((c) => c.toLowerCase() === id.toLowerCase());
+    if (!known) throw new Error(`unknown case '${id}'; cases: ${allCases.join(', ')} (identity = every size)`);
+  }
+  const cases = new Set(only ? allCases.filter((c) => only.some((id) => id.toLowerCase() === c.toLowerCase())) : allCases);
+  if (quick && !only) cases.delete(CASES.find((c) => c.bytes === PEAK_MEMORY_BYTES)!.id);
+  const systemList = list(argv, '--systems') ?? [...SYSTEM_IDS];
+  for (const id of systemList) {
+    if (!(SYSTEM_IDS as readonly string[]).includes(id)) throw new Error(`unknown system '${id}'; systems: ${SYSTEM_IDS.join(', ')}`);
+  }
+  const i = argv.indexOf('--out');
+  return {
+    quick,
+    cases,
+    systems: new Set(systemList as SystemId[]),
+    out: resolve(i >= 0 && argv[i + 1] ? argv[i + 1]! : 'out/bench'),
+  };
+}

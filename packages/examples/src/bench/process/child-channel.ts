@@ -1,0 +1,73 @@
+/**
+ * The child side of the benchmark's control channel: every process the
+ * benchmark starts (callers, callees, echo servers) reads commands as JSON
+ * lines on stdin and answers on stdout with lines starting `@bench `, so
+ * whatever else a process prints (logs) cannot be mistaken for an answer.
+ * Timing happens inside the child; the channel only carries the results.
+ * @module
+ */
+import { createInterface } from 'node:readline';
+
+/** Marks protocol lines on stdout. */
+export const PROTOCOL_PREFIX = '@bench ';
+
+/** A command from the parent. */
+export interface Command {
+  id: number;
+  op: string;
+  params?: Record<string, unknown>;
+}
+
+/** What a child does for each `op`; the result must be JSON-serialisable. */
+export type Handlers = Record<string, (params: Record<string, unknown>) => Promise<unknown> | unknown>;
+
+function send(message: object): void {
+  process.stdout.write(`${PROTOCOL_PREFIX}${JSON.stringify(message)}\n`);
+}
+
+/**
+ * Tells the parent this process is ready (with `info`, e.g. a port), then
+ * serves commands one at a time until `exit` (which runs `onExit` first) or
+ * until stdin closes (the parent is gone).
+ */
+export function serveCommands(handlers: Handlers, info: object = {}, onExit: () => Promise<void> | void = () => undefined): void {
+  const lines = createInterface({ input: process.stdin });
+  let queue: Promise<void> = Promise.resolve();
+  const exit = async (code: number) => {
+    try {
+      await onExit();
+    } finally {
+      process.exit(code);
+    }
+  };
+  lines.on('line', (line) => {
+    if (!line.trim()) return;
+    const command = JSON.parse(line) as Command;
+    queue = queue.then(async () => {
+      if (command.op === 'exit') {
+        send({ id: command.id, result: null });
+        await exit(0);
+        return;
+      }
+      const handler = handlers[command.op];
+      try {
+        if (!handler) throw new Error(`unknown command '${command.op}'`);
+        send({ id: command.id, result: (await handler(command.params ?? {})) ?? null });
+      } catch (error) {
+        send({ id: command.id, error: error instanceof Error ? `${error.message}` : String(error) });
+      }
+    });
+  });
+  lines.on('close', () => void queue.then(() => exit(0)));
+  send({ ready: true, info });
+}
+
+/** Reads `--flag value` from this process's arguments. */
+export function argValue(flag: string, fallback?: string): string {
+  const argv = process.argv;
+  const i = argv.indexOf(flag);
+  const value = i >= 0 ? argv[i + 1] : undefined;
+  if (value !== undefined) return value;
+  if (fallback !== undefined) return fallback;
+  throw new Error(`missing ${flag}`);
+}

@@ -1,0 +1,75 @@
+/**
+ * What the benchmark records: one figure per (case, system), the peak memory
+ * of each process in the largest round trip, the growth study, and the whole
+ * report written as JSON.
+ * @module
+ */
+import type { SystemId } from './systems/system-ids.js';
+
+/** The figure of one case on one system. */
+export interface CaseResult {
+  caseId: string;
+  system: SystemId;
+  /** Round-trip cases: median and spread, ms, over `n` repetitions. */
+  medianMs?: number;
+  p10Ms?: number;
+  p90Ms?: number;
+  n?: number;
+  /** Round-trip cases: repetitions lost (no answer in time, or a failed transfer), counted as infinitely slow in the median. */
+  timeouts?: number;
+  /** Rate cases: median over the rounds, per second. */
+  perSecond?: number;
+  rounds?: number[];
+  /** Why there is no figure. */
+  skipped?: string;
+}
+
+/** Peak resident memory of one process during the peak-memory round trip. */
+export interface PeakRecord {
+  system: SystemId;
+  role: string;
+  pid: number;
+  /** Peak resident set (VmHWM), bytes. */
+  peakBytes: number;
+  /** Resident set when the case started, bytes (undefined where it could not be read). */
+  startBytes?: number;
+  /** True when the peak was reset at the case's start; false: peak since the process started. */
+  resetAtStart: boolean;
+}
+
+/** One level of the growth study. */
+export interface GrowthRecord {
+  system: SystemId;
+  /** Caller workers calling the one callee. */
+  workers: number;
+  /** OS processes the callers were spread over. */
+  processes: number;
+  medianMs: number;
+  p90Ms: number;
+  perSecond: number;
+}
+
+/** A system that could not run, and why. */
+export interface MissingSystem {
+  system: SystemId;
+  reason: string;
+}
+
+/** The whole report (the JSON file). */
+export interface BenchReport {
+  started: string;
+  seconds: number;
+  quick: boolean;
+  command: string;
+  machine: Record<string, unknown>;
+  versions: Record<string, string | undefined>;
+  tfjsBackend: string | undefined;
+  natsMaxPayload: number | undefined;
+  systems: SystemId[];
+  missing: MissingSystem[];
+  results: CaseResult[];
+  peaks: PeakRecord[];
+  peakPayloadBytes: number;
+  growth: GrowthRecord[];
+  targets: unknown[];
+}

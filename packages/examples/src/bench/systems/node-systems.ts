@@ -1,0 +1,98 @@
+/**
+ * Starts the processes of each Node system of the benchmark: a caller
+ * process that runs the cases (answering latency/rate/... commands), and the
+ * process it calls, each a separate OS process so their memory is measured
+ * apart. tensorbus on the in-process transport is one process by design.
+ * @module
+ */
+import { BenchChild } from '../process/bench-child.js';
+import type { CaseKind } from '../cases.js';
+import type { SystemId } from './system-ids.js';
+
+/** A process of a system, named by its role (for the peak memory figures). */
+export interface SystemProcess {
+  role: string;
+  pid: number;
+}
+
+/** A running Node system. */
+export interface NodeSystem {
+  id: SystemId;
+  /** Runs the cases. */
+  caller: BenchChild;
+  /** Every process involved, the shared nats-server included. */
+  processes: SystemProcess[];
+  /** The cases it can run. */
+  kinds: ReadonlySet<CaseKind>;
+  stop(): Promise<void>;
+}
+
+/** Where the shared nats-server is. */
+export interface NatsEndpoint {
+  url: string;
+  pid: number;
+}
+
+const PEER_KINDS: ReadonlySet<CaseKind> = new Set(['latency', 'rate']);
+const TENSORBUS_KINDS: ReadonlySet<CaseKind> = new Set(['latency', 'rate', 'rref', 'autograd']);
+
+function system(id: SystemId, caller: BenchChild, servers: BenchChild[], kinds: ReadonlySet<CaseKind>, processes: SystemProcess[]): NodeSystem {
+  return {
+    id,
+    caller,
+    kinds,
+    processes,
+    stop: async () => {
+      await caller.stop();
+      await Promise.all(servers.map((s) => s.stop()));
+    },
+  };
+}
+
+/** Starts the processes of `id` and resolves once its caller is ready. */
+export async function startNodeSystem(id: Exclude<SystemId, 'pytorch'>, nats: NatsEndpoint | undefined): Promise<NodeSystem> {
+  const natsEnv = (): Record<string, string> => {
+    if (!nats) throw new Error(`${id} needs the nats-server`);
+    return { NATS_URL: nats.url };
+  };
+  switch (id) {
+    case 'tensorbus-nats': {
+      const callee = await BenchChild.start({ label: 'tensorbus callee', script: 'systems/tensorbus-callee.js', env: natsEnv() });
+      const caller = await BenchChild.start({ label: 'tensorbus driver', script: 'systems/tensorbus-caller.js', args: ['--transport', 'nats'], env: natsEnv() });
+      return system(id, caller, [callee], TENSORBUS_KINDS, [
+        { role: 'driver', pid: caller.pid },
+        { role: 'callee', pid: callee.pid },
+        { role: 'nats-server', pid: nats!.pid },
+      ]);
+    }
+    case 'tensorbus-local': {
+      const caller = await BenchChild.start({ label: 'tensorbus local', script: 'systems/tensorbus-caller.js', args: ['--transport', 'local'], env: { NATS_URL: '' } });
+      return system(id, caller, [], TENSORBUS_KINDS, [{ role: 'driver + callee (one process)', pid: caller.pid }]);
+    }
+    case 'nats': {
+      const responder = await BenchChild.start({ label: 'nats responder', script: 'systems/nats-raw-responder.js', env: natsEnv() });
+      const caller = await BenchChild.start({ label: 'nats requester', script: 'systems/nats-raw-client.js', env: natsEnv() });
+      return system(id, caller, [responder], PEER_KINDS, [
+        { role: 'requester', pid: caller.pid },
+        { role: 'responder', pid: responder.pid },
+        { role: 'nats-server', pid: nats!.pid },
+      ]);
+    }
+    case 'grpc': {
+      const server = await BenchChild.start({ label: 'grpc server', script: 'systems/grpc-server.js' });
+      const caller = await BenchChild.start({ label: 'grpc client', script: 'systems/grpc-client.js', args: ['--port', String(server.info.port)] });
+      return system(id, caller, [server], PEER_KINDS, [
+        { role: 'client', pid: caller.pid },
+        { role: 'server', pid: server.pid },
+      ]);
+    }
+    case 'tcp': {
+      const server = await BenchChild.start({ label: 'tcp echo server', script: 'systems/tcp-echo-server.js' });
+      const caller = await BenchChild.start({ label: 'tcp client', script: 'systems/tcp-client.js', args: ['--port', String(server.info.port)] });
+      return system(id, caller, [server], PEER_KINDS, [
+        { role: 'client', pid: caller.pid },
+        { role: 'server', pid: server.pid },
+      ]);
+    }
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The PyTorch RPC peer: runs the reference scripts of `../shared/anchors`
+ * (torch_rpc.py: rpc_sync no-op and identity round trips; torch_rpc_throughput.py:
+ * rpc_async calls per second, 64 in flight) with the system's python, in the
+ * same run as tensorbus, and reads the JSON lines they print. Their code is
+ * not copied here: the scripts are run as they are.
+ *
+ * The folder is `TENSORBUS_ANCHORS_DIR` when set, else the first
+ * `shared/anchors` beside the repository or above it (`<repo>/../shared/anchors`);
+ * python is `TENSORBUS_PYTHON` or /usr/bin/python3.
+ * @module
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { commandLine, descendants, statusBytes } from '../process/memory.js';
+
+/** What the bench prints when torch cannot be imported. */
+export const PYTORCH_MISSING = 'PyTorch RPC column missing: install with `apt-get install -y python3-torch`';
+
+/** The python that runs the scripts. */
+export const PYTHON = process.env.TENSORBUS_PYTHON ?? '/usr/bin/python3';
+
+/** One JSON line of the anchor scripts. */
+export interface AnchorLine {
+  system: string;
+  case: string;
+  bytes?: number;
+  median_us?: number;
+  calls_per_s?: number;
+  window?: number;
+}
+
+/** Peak resident memory of one process of a script run. */
+export interface ProcessPeak {
+  role: string;
+  pid: number;
+  peakBytes: number;
+}
+
+/** The anchors folder, or undefined when none is found. */
+export function anchorsDir(): string | undefined {
+  if (process.env.TENSORBUS_ANCHORS_DIR) return resolve(process.env.TENSORBUS_ANCHORS_DIR);
+  // dist/src/bench/systems -> the repository root is six levels up.
+  let dir = resolve(dirname(fileURLToPath(import.meta.url)), '../../../../../..');
+  for (let up = 0; up < 4; up++) {
+    const parent = dirname(dir);
+    const candidate = join(parent, 'shared', 'anchors');
+    if (existsSync(join(candidate, 'torch_rpc.py'))) return candidate;
+    if (parent === dir) break;
+    dir = parent;
+  }
+  return undefined;
+}
+
+/** torch's version when python can import it, else why not. */
+export function torchAvailability(): { version?: string; python?: string; reason?: string } {
+  const probe = spawnSync(PYTHON, ['-c', 'import sys, torch; print(torch.__version__, sys.version.split()[0])'], { encoding: 'utf8', timeout: 120_000 });
+  if (probe.status !== 0) return { reason: `${PYTHON} cannot import torch: ${(probe.stderr || String(probe.error ?? '')).trim().split('\n').pop()}` };
+  const [version, python] = probe.stdout.trim().split(' ');
+  return { version, python };
+}
+
+/**
+ * Runs an anchor script and resolves with its JSON lines; with `watchPeak`,
+ * also the peak resident memory of each worker it spawned (rank 0, the
+ * caller, is the first), polled from /proc while it runs.
+ */
+export function runAnchorScript(script: string, args: string[], watchPeak = false): Promise<{ lines: AnchorLine[]; peaks: ProcessPeak[] }> {
+  const dir = anchorsDir();
+  if (!dir) return Promise.reject(new Error('../shared/anchors not found: set TENSORBUS_ANCHORS_DIR'));
+  const child = spawn(PYTHON, [join(dir, script), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: AnchorLine[] = [];
+  const peaks = new Map<number, number>();
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    let newline: number;
+    while ((newline = stdout.indexOf('\n')) >= 0) {
+      const line = stdout.slice(0, newline).trim();
+      stdout = stdout.slice(newline + 1);
+      if (line.startsWith('{')) lines.push(JSON.parse(line) as AnchorLine);
+    }
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_000)));
+  const poll = () => {
+    for (const pid of [child.pid!, ...descendants(child.pid!)]) {
+      const peak = statusBytes(pid, 'VmHWM');
+      if (peak !== undefined && (pid === child.pid || commandLine(pid).includes('spawn_main'))) peaks.set(pid, Math.max(peaks.get(pid) ?? 0, peak));
+    }
+  };
+  const timer = watchPeak ? setInterval(poll, 100) : undefined;
+  return new Promise((resolvePromise, reject) => {
+    child.on('exit', (code) => {
+      if (timer) clearInterval(timer);
+      if (code !== 0) {
+        reject(new Error(`${script} exited with ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`));
+        return;
+      }
+      const workers = [...peaks.keys()].filter((pid) => pid !== child.pid).sort((a, b) => a - b);
+      const roles = ['rank 0 (caller)', 'rank 1 (callee)'];
+      resolvePromise({
+        lines,
+        peaks: [
+          ...workers.map((pid, i) => ({ role: roles[i] ?? `worker ${i}`, pid, peakBytes: peaks.get(pid)! })),
+          ...(peaks.has(child.pid!) ? [{ role: 'launcher (mp.spawn parent)', pid: child.pid!, peakBytes: peaks.get(child.pid!)! }] : []),
+        ],
+      });
+    });
+  });
+}

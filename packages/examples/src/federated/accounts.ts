@@ -1,0 +1,50 @@
+/**
+ * Who is who in the federation, as the shipped `nats-server.conf` declares
+ * it: the worker names, the NATS user of each (one account each), the
+ * namespace of the tensorbus subjects, and where each user's password comes
+ * from. The config file is read from the source folder (tsc does not copy it).
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** The tensorbus namespace of every worker (the config's subjects start with it). */
+export const NAMESPACE = 'fedavg';
+
+/** The aggregation server's worker name and NATS user (account SERVER). */
+export const SERVER_NAME = 'server';
+
+/** The clients' worker names and NATS users (accounts CLIENT1..3). */
+export const CLIENT_NAMES = ['client1', 'client2', 'client3'] as const;
+
+/** The environment variable the config file reads `user`'s password from. */
+export function passwordVariable(user: string): string {
+  return `FED_${user.toUpperCase()}_PASS`;
+}
+
+/**
+ * New random passwords for the server and every client, by user. nats-server
+ * parses a variable's value as config text, so a password is a letter and hex
+ * digits: never read as a number, a date or a keyword.
+ */
+export function generatePasswords(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const user of [SERVER_NAME, ...CLIENT_NAMES]) out[user] = `p${randomBytes(16).toString('hex')}`;
+  return out;
+}
+
+/** The environment that gives the nats-server every password. */
+export function serverEnvironment(passwords: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(passwords).map(([user, pass]) => [passwordVariable(user), pass]));
+}
+
+/** The path of the shipped `nats-server.conf` (next to this file in src, or found from dist). */
+export function configFilePath(): string {
+  const candidates = [new URL('./nats-server.conf', import.meta.url), new URL('../../../src/federated/nats-server.conf', import.meta.url)];
+  for (const url of candidates) {
+    const path = fileURLToPath(url);
+    if (existsSync(path)) return path;
+  }
+  throw new Error(`nats-server.conf not found next to ${fileURLToPath(import.meta.url)} nor in packages/examples/src/federated`);
+}

@@ -1,0 +1,52 @@
+/**
+ * The receiving side of the direct data plane: fetches offered payloads over
+ * pooled connections, each read straight into its own buffer.
+ * @module
+ */
+import { TransportError } from '@tensorbus/core';
+import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
+import { getFrame, hostId, isLoopback, REPLY_OK, type DirectOffer } from './direct-protocol.js';
+import { ConnectionPool } from './peer-connection.js';
+
+/** How long an endpoint that failed is not tried again, ms. */
+const FAILED_ENDPOINT_PAUSE_MS = 30_000;
+
+/** Fetches offered payloads, one pooled connection per data port. */
+export class DirectClient {
+  /** Payloads fetched directly so far (for tests and the benchmark). */
+  fetched = 0;
+  private readonly failedUntil = new Map<string, number>();
+  private readonly pool: ConnectionPool;
+  private readonly self = hostId();
+
+  /** @param stallTimeoutMs a fetch that makes no progress for this long fails */
+  constructor(stallTimeoutMs: number) {
+    this.pool = new ConnectionPool(stallTimeoutMs, (endpoint) => this.failedUntil.set(endpoint, Date.now() + FAILED_ENDPOINT_PAUSE_MS));
+  }
+
+  /** True when `offer` can be tried from here (a loopback endpoint only on the same host). */
+  reachable(offer: DirectOffer): boolean {
+    if (isLoopback(offer.host) && offer.hostId !== this.self) return false;
+    const until = this.failedUntil.get(`${offer.host}:${offer.port}`);
+    return until === undefined || until < Date.now();
+  }
+
+  /** Fetches the payload of `offer`, of `size` bytes; rejects with TransportError on any failure. */
+  async fetch(offer: DirectOffer, size: number): Promise<Uint8Array> {
+    const { status, data } = await this.pool.get(offer.host, offer.port).request((id) => getFrame(id, offer.token));
+    if (status !== REPLY_OK || data.byteLength !== size) {
+      releaseBuffer(data);
+      throw new TransportError(status !== REPLY_OK ? 'the sender no longer offers this payload' : `the offer announced ${size} bytes but carries ${data.byteLength}`);
+    }
+    this.failedUntil.delete(`${offer.host}:${offer.port}`);
+    // Only the one decoder this goes to will read it: it may be reused after.
+    markReceived(data);
+    this.fetched++;
+    return data;
+  }
+
+  /** Closes every connection. */
+  close(): void {
+    this.pool.close();
+  }
+}

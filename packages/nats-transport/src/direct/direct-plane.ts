@@ -1,0 +1,115 @@
+/**
+ * Everything a NATS transport does beside the bus, in one place: its data
+ * port (offers and routes it serves), the fetches of others' offers, and the
+ * direct routes it has learnt for its requests. See docs/data-plane.md.
+ * @module
+ */
+import { releaseBuffer } from '@tensorbus/core/internal';
+import { DirectCaller, RouteUnavailableError } from './direct-caller.js';
+import { DirectClient } from './direct-client.js';
+import { parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
+import { DirectServer, type Offered, type Route, type RouteHandler } from './direct-server.js';
+
+
+/** Counts of what went beside the bus (for tests and the benchmark). */
+export interface DirectStats {
+  /** Offered payloads this transport fetched from others. */
+  fetched: number;
+  /** Offered payloads others fetched from this transport. */
+  served: number;
+  /** Requests this transport sent on direct routes and got answered. */
+  calls: number;
+  /** Requests this transport answered on its routes. */
+  answered: number;
+}
+
+/** The direct routes and data plane of one transport. */
+export class DirectPlane {
+  private readonly client: DirectClient;
+  private readonly caller: DirectCaller;
+  /** Routes learnt from replies, by full subject. */
+  private readonly routes = new Map<string, DirectOffer>();
+
+  private constructor(private readonly server: DirectServer, idleTimeoutMs: number) {
+    this.client = new DirectClient(idleTimeoutMs);
+    // Large direct requests are offered for the responder to pull into its own buffer.
+    this.caller = new DirectCaller((data, onServed) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined));
+    server.useFetcher((offer, size) => this.client.fetch(offer, size));
+  }
+
+  /** Opens the data port; `idleTimeoutMs` fails a fetch that makes no progress. */
+  static async start(options: DirectOptions, idleTimeoutMs: number): Promise<DirectPlane> {
+    return new DirectPlane(await DirectServer.start(options), idleTimeoutMs);
+  }
+
+  /** Payloads at least this large are offered on the data plane. */
+  get minBytes(): number {
+    return this.server.minBytes;
+  }
+
+  /** Offers a payload announced on the bus; its one receiver's confirmation lets its memory be reused. */
+  offer(data: Uint8Array, reusable: boolean): Offered {
+    const offered = this.server.offer(data);
+    return reusable ? { ...offered, fetched: () => releaseBuffer(data) } : offered;
+  }
+
+  /** Serves requests to `subject` (full) on a direct route. */
+  serve(subject: string, handler: RouteHandler): Route {
+    return this.server.route(subject, handler);
+  }
+
+  /**
+   * Fetches the payload a tb-direct header offers, or resolves undefined when
+   * it cannot (no valid offer, another host, a failure): then use the bus.
+   */
+  async fetch(header: string | undefined, size: number): Promise<Uint8Array | undefined> {
+    const offer = parseOffer(header);
+    if (!offer || !this.client.reachable(offer)) return undefined;
+    try {
+      return await this.client.fetch(offer, size);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Remembers the route a reply's tb-route header offers for later requests to `subject`. */
+  learnRoute(subject: string, header: string | undefined): void {
+    if (this.routes.has(subject)) return;
+    const route = parseOffer(header);
+    if (route && this.caller.usable(route)) this.routes.set(subject, route);
+  }
+
+  /** True when a route to `subject`'s responder is known. */
+  hasRoute(subject: string): boolean {
+    return this.routes.has(subject);
+  }
+
+  /**
+   * Sends a request on the route learnt for `subject`. Resolves undefined when
+   * there is none, or it did not deliver the request (the route is then
+   * forgotten): send it on the bus. Rejects when it was delivered and failed.
+   */
+  async request(subject: string, data: Uint8Array): Promise<Uint8Array | undefined> {
+    const route = this.routes.get(subject);
+    if (!route) return undefined;
+    try {
+      return await this.caller.call(route, subject, data);
+    } catch (error) {
+      if (!(error instanceof RouteUnavailableError)) throw error;
+      if (this.routes.get(subject) === route) this.routes.delete(subject);
+      return undefined;
+    }
+  }
+
+  get stats(): DirectStats {
+    return { fetched: this.client.fetched, served: this.server.served, calls: this.caller.calls, answered: this.server.calls };
+  }
+
+  /** Closes the port and every connection. */
+  close(): void {
+    this.server.close();
+    this.client.close();
+    this.caller.close();
+    this.routes.clear();
+  }
+}

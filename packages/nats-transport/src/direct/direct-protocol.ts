@@ -1,0 +1,162 @@
+/**
+ * The direct data plane: large payloads travel on a TCP connection between
+ * the two processes instead of through the NATS server, negotiated per
+ * transfer, with the chunked NATS path as the fallback that always works.
+ *
+ *   sender   -> subject   announcement (as for chunks) + header tb-direct: "<hostId> <host>:<port> <token>"
+ *   receiver -> host:port [0x01][id u32][token 16]                             GET, on a pooled connection
+ *   sender   -> receiver  [0x03][id u32][status][size: u32 hi, u32 lo][bytes]  status 0x01: no such offer
+ *   receiver -> tb-pull   {"s": ..., "done": true}                             the sender frees the payload
+ *
+ * Direct routes for requests: a reply from a subscriber that alone serves its
+ * subject (a worker's call subject) carries tb-route "<hostId> <host>:<port>
+ * <token>"; the requester may send later requests to that subject on a pooled
+ * TCP connection instead of through NATS:
+ *
+ *   requester -> [0x02][id u32][token 16][subject length u16][subject][size: u32 hi, u32 lo][size bytes]
+ *   requester -> [0x04][id u32][token 16][subject length u16][subject][offer length u16][offer][size: u32 hi, u32 lo]
+ *   responder -> [0x03][id u32][status][size: u32 hi, u32 lo][size bytes]     status 0x01: no such route
+ *
+ * Every request carries an id and is answered by one 0x03 frame with that id,
+ * in any order: one connection class (peer-connection.ts) reads them all.
+ *
+ * 0x04 is for large requests: the responder fetches the payload as an offer
+ * (a GET on the requester's port), so both ends read large payloads straight
+ * into their final buffers (Node gives accepted sockets no such reads).
+ *
+ * A request refused with "no such route", or whose connection could not be
+ * opened, was never delivered and goes through NATS instead; one whose
+ * connection breaks after it was sent fails with WorkerUnavailableError, as a NATS
+ * request to a dead worker would.
+ *
+ * The receiver pulls: whoever got the announcement (a queue member, the
+ * requester of a reply) fetches, so the sender never needs to know who that
+ * is. The token is 16 random bytes and travels only inside the announcement,
+ * so the data port gives nothing to whoever cannot read the subject — account
+ * and subject permissions still decide who can get a payload. A loopback
+ * endpoint is used only by a process on the same host (same host id). If the
+ * connection cannot be made, breaks, or stalls, the receiver pulls the same
+ * payload in chunks through NATS. See docs/data-plane.md.
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+
+/** Header of an announcement that offers a direct fetch. */
+export const H_DIRECT = 'tb-direct';
+/** Header of a reply that offers a direct route for later requests to its subject. */
+export const H_ROUTE = 'tb-route';
+/** Request op: send me the payload of this token. */
+export const OP_GET = 0x01;
+/** Request op: a request to a subject served over a direct route. */
+export const OP_CALL = 0x02;
+/** Response op: the reply to an OP_CALL or OP_CALL_PULLED. */
+export const OP_REPLY = 0x03;
+/** Request op: a direct request whose large payload the responder pulls from the requester's data port. */
+export const OP_CALL_PULLED = 0x04;
+/** Bytes of an OP_REPLY header: op, id (u32), status, size (two u32). */
+export const REPLY_HEADER_BYTES = 1 + 4 + 1 + 8;
+/** Reply status: the handler answered; its bytes follow. */
+export const REPLY_OK = 0x00;
+/** Reply status: no such route or offer (removed, withdrawn, or never made): nothing was delivered. */
+export const REPLY_NO_ROUTE = 0x01;
+/** Bytes of a token. */
+export const TOKEN_BYTES = 16;
+/** Bytes of an OP_CALL header before the subject: op, id (u32), route token, subject length (u16). */
+export const CALL_HEAD_BYTES = 1 + 4 + TOKEN_BYTES + 2;
+/** Bytes of a GET: op, id (u32), token. */
+export const GET_BYTES = 1 + 4 + TOKEN_BYTES;
+/** Payloads at least this large go direct by default. */
+export const DEFAULT_DIRECT_MIN_BYTES = 128 * 1024;
+
+/** Writes `n` (up to 2^53) at `offset` as two big-endian u32. */
+export function writeSize(buffer: Buffer, offset: number, n: number): void {
+  buffer.writeUInt32BE(Math.floor(n / 2 ** 32), offset);
+  buffer.writeUInt32BE(n >>> 0, offset + 4);
+}
+
+/** Reads a size written by {@link writeSize}. */
+export function readSize(buffer: Buffer, offset: number): number {
+  return buffer.readUInt32BE(offset) * 2 ** 32 + buffer.readUInt32BE(offset + 4);
+}
+
+/** The frame of a GET of the offer with `token`. */
+export function getFrame(id: number, token: Buffer): Buffer {
+  const frame = Buffer.allocUnsafe(GET_BYTES);
+  frame[0] = OP_GET;
+  frame.writeUInt32BE(id, 1);
+  token.copy(frame, 5);
+  return frame;
+}
+
+/** The header of a reply of `size` bytes (they follow it). */
+export function replyHeader(id: number, status: number, size: number): Buffer {
+  const header = Buffer.allocUnsafe(REPLY_HEADER_BYTES);
+  header[0] = OP_REPLY;
+  header.writeUInt32BE(id, 1);
+  header[5] = status;
+  writeSize(header, 6, size);
+  return header;
+}
+
+/** Options of the direct data plane. */
+export interface DirectOptions {
+  /** Address the data port listens on (default 127.0.0.1: same-host peers only). */
+  host?: string;
+  /** Address announced to receivers (default `host`); set it when listening on 0.0.0.0. */
+  advertise?: string;
+  /** Data port (default: a free one). */
+  port?: number;
+  /** Payloads at least this large go direct (default 128 KiB). */
+  minBytes?: number;
+}
+
+/** Where and what to fetch, as announced. */
+export interface DirectOffer {
+  hostId: string;
+  host: string;
+  port: number;
+  token: Buffer;
+}
+
+let cachedHostId: string | undefined;
+
+/** Identifies this host (and boot), so loopback endpoints are used only where they mean the same machine. */
+export function hostId(): string {
+  if (cachedHostId === undefined) {
+    let boot = '';
+    try {
+      boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    } catch {
+      // Not Linux: the host name alone.
+    }
+    cachedHostId = `${hostname()}/${boot}`.replace(/\s/g, '_');
+  }
+  return cachedHostId;
+}
+
+/** A fresh unguessable token. */
+export function newToken(): Buffer {
+  return randomBytes(TOKEN_BYTES);
+}
+
+/** The tb-direct header value of an offer. */
+export function formatOffer(offer: DirectOffer): string {
+  return `${offer.hostId} ${offer.host}:${offer.port} ${offer.token.toString('hex')}`;
+}
+
+/** Parses a tb-direct header value; undefined when malformed. */
+export function parseOffer(value: string | undefined): DirectOffer | undefined {
+  if (!value) return undefined;
+  const match = /^(\S+) (\S+):(\d{1,5}) ([0-9a-f]{32})$/.exec(value);
+  if (!match) return undefined;
+  const port = Number(match[3]);
+  if (port < 1 || port > 65_535) return undefined;
+  return { hostId: match[1]!, host: match[2]!.replace(/^\[|\]$/g, ''), port, token: Buffer.from(match[4]!, 'hex') };
+}
+
+/** True for addresses that mean "this machine". */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host.startsWith('127.') || host === '::1';
+}

@@ -1,0 +1,196 @@
+/**
+ * The sending side of the direct data plane: a TCP port that hands out
+ * offered payloads to receivers that name their token.
+ * @module
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
+import {
+  DEFAULT_DIRECT_MIN_BYTES,
+  formatOffer,
+  hostId,
+  newToken,
+  parseOffer,
+  REPLY_NO_ROUTE,
+  REPLY_OK,
+  replyHeader,
+  type DirectOffer,
+  type DirectOptions,
+} from './direct-protocol.js';
+import { RequestParser, type DirectRequest } from './request-parser.js';
+
+/** Fetches an offered payload (the transport's DirectClient). */
+export type Fetcher = (offer: DirectOffer, size: number) => Promise<Uint8Array>;
+
+/** Replies below this go out in one write with their header. */
+const COALESCE_BYTES = 64 * 1024;
+
+/** Handles a request that came over a direct route; `respond` answers it (once). */
+export type RouteHandler = (data: Uint8Array, respond: (answer: Uint8Array) => boolean) => void;
+
+/** A subject served over direct routes, until removed. */
+export interface Route {
+  /** The tb-route header value offering it. */
+  readonly header: string;
+  /** Stops accepting direct requests for it. */
+  remove(): void;
+}
+
+/** A payload on offer, until withdrawn. */
+export interface Offered {
+  /** The tb-direct header value announcing it. */
+  readonly header: string;
+  /** Stops handing it out and lets it be collected. */
+  withdraw(): void;
+  /** Told when a receiver confirmed it has all of it (the sender may then reuse the memory). */
+  fetched?(): void;
+}
+
+/** Serves offered payloads on one TCP port. */
+export class DirectServer {
+  /** Payloads at least this large should go direct. */
+  readonly minBytes: number;
+  /** Payloads handed out so far (for tests and the benchmark). */
+  served = 0;
+  /** Requests served over direct routes so far (for tests and the benchmark). */
+  calls = 0;
+  private readonly offers = new Map<string, { data: Uint8Array; onServed: (() => void) | undefined }>();
+  private readonly routes = new Map<string, { subject: string; handler: RouteHandler }>();
+  private readonly sockets = new Set<Socket>();
+  private port = 0;
+  private fetcher: Fetcher | undefined;
+
+  private constructor(private readonly server: Server, private readonly advertise: string, options: DirectOptions) {
+    this.minBytes = options.minBytes ?? DEFAULT_DIRECT_MIN_BYTES;
+    server.on('connection', (socket) => this.serve(socket));
+    // A data port must not keep its process alive.
+    server.unref();
+  }
+
+  /** Listens on `options.host` (default 127.0.0.1) and resolves once it does. */
+  static async start(options: DirectOptions = {}): Promise<DirectServer> {
+    const host = options.host ?? '127.0.0.1';
+    const server = createServer({ noDelay: true });
+    const direct = new DirectServer(server, options.advertise ?? host, options);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 0, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    server.on('error', () => undefined);
+    direct.port = (server.address() as { port: number }).port;
+    return direct;
+  }
+
+  /**
+   * Offers `data` to whoever presents the token in the returned header.
+   * `onServed` is told each time the socket has taken all of it.
+   */
+  offer(data: Uint8Array, onServed?: () => void): Offered {
+    const { key, header } = this.newCapability();
+    this.offers.set(key, { data, onServed });
+    return { header, withdraw: () => this.offers.delete(key) };
+  }
+
+  /** How this server pulls the payloads of large direct requests. */
+  useFetcher(fetcher: Fetcher): void {
+    this.fetcher = fetcher;
+  }
+
+  /** Accepts direct requests for `subject` (full, as on the bus), handled by `handler`. */
+  route(subject: string, handler: RouteHandler): Route {
+    const { key, header } = this.newCapability();
+    this.routes.set(key, { subject, handler });
+    return { header, remove: () => this.routes.delete(key) };
+  }
+
+  /** Closes the port and every connection; offers are dropped. */
+  close(): void {
+    this.offers.clear();
+    this.routes.clear();
+    for (const socket of this.sockets) socket.destroy();
+    this.server.close();
+  }
+
+  /** A fresh token, and the header value that names it with this port. */
+  private newCapability(): { key: string; header: string } {
+    const token = newToken();
+    return { key: token.toString('hex'), header: formatOffer({ hostId: hostId(), host: this.advertise, port: this.port, token }) };
+  }
+
+  private serve(socket: Socket): void {
+    this.sockets.add(socket);
+    socket.unref();
+    socket.setNoDelay(true);
+    const parser = new RequestParser((request) => this.dispatch(socket, request));
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        parser.feed(chunk);
+      } catch {
+        // Not our protocol: drop the connection, keep the process.
+        parser.close();
+        socket.destroy();
+      }
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      parser.close();
+      this.sockets.delete(socket);
+    });
+  }
+
+  private dispatch(socket: Socket, request: DirectRequest): void {
+    if (request.op === 'get') {
+      const offered = this.offers.get(request.token);
+      if (!offered) return this.reply(socket, request.id, REPLY_NO_ROUTE, new Uint8Array(0));
+      this.served++;
+      // Written from the offerer's memory as it is: no copy.
+      return this.reply(socket, request.id, REPLY_OK, offered.data, offered.onServed);
+    }
+    const route = this.routes.get(request.token);
+    const offer = request.op === 'pulled' ? parseOffer(request.offer) : undefined;
+    if (!route || route.subject !== request.subject || (request.op === 'pulled' && (!offer || !this.fetcher))) {
+      if (request.op === 'call') releaseBuffer(request.data);
+      this.reply(socket, request.id, REPLY_NO_ROUTE, new Uint8Array(0));
+      return;
+    }
+    if (request.op === 'call') return this.handle(socket, request.id, route.handler, request.data);
+    // Not delivered until the payload is here: a failed pull lets the requester take the bus.
+    this.fetcher!(offer!, request.size).then(
+      (data) => this.handle(socket, request.id, route.handler, data),
+      () => this.reply(socket, request.id, REPLY_NO_ROUTE, new Uint8Array(0)),
+    );
+  }
+
+  private handle(socket: Socket, id: number, handler: RouteHandler, data: Uint8Array): void {
+    this.calls++;
+    // Only the handler's decoder reads these bytes: it may reuse them.
+    markReceived(data);
+    let answered = false;
+    handler(data, (answer) => {
+      if (answered || socket.destroyed) return false;
+      answered = true;
+      // The transport owns what it sends: once the socket has the answer, its memory can be reused.
+      this.reply(socket, id, REPLY_OK, answer, () => releaseBuffer(answer));
+      return true;
+    });
+  }
+
+  /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */
+  private reply(socket: Socket, id: number, status: number, body: Uint8Array, onWritten?: () => void): void {
+    const header = replyHeader(id, status, body.byteLength);
+    const written = (error?: Error | null) => {
+      if (!error) onWritten?.();
+    };
+    if (body.byteLength < COALESCE_BYTES) {
+      socket.write(Buffer.concat([header, body]), written);
+      return;
+    }
+    socket.cork();
+    socket.write(header);
+    socket.write(body, written);
+    socket.uncork();
+  }
+}

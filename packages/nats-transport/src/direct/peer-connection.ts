@@ -1,0 +1,189 @@
+/**
+ * One TCP connection to another process's data port: requests go out with an
+ * id, and each reply frame is read straight into a buffer of its own size
+ * (Node's `onread` with a buffer per read), settling the request of its id.
+ * @module
+ */
+import { connect, type Socket } from 'node:net';
+import { TransportError } from '@tensorbus/core';
+import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
+import { OP_REPLY, readSize, REPLY_HEADER_BYTES } from './direct-protocol.js';
+
+/** How long a connection may take to open, ms. */
+const CONNECT_TIMEOUT_MS = 2_000;
+/** Payloads below this go out in one write with their header. */
+const COALESCE_BYTES = 64 * 1024;
+
+/** A reply: its status and bytes (pooled memory: release it, or mark it received, when done). */
+export interface PeerReply {
+  status: number;
+  data: Uint8Array;
+}
+
+/** The connection broke; `delivered` tells whether it had opened (requests may then have run). */
+export class ConnectionLostError extends TransportError {
+  override readonly name = 'ConnectionLostError';
+  constructor(message: string, readonly delivered: boolean) {
+    super(message);
+  }
+}
+
+interface Pending {
+  resolve(reply: PeerReply): void;
+  reject(error: Error): void;
+}
+
+/** A pooled connection; requests are answered in any order. */
+export class PeerConnection {
+  broken = false;
+  private readonly pending = new Map<number, Pending>();
+  private readonly header = Buffer.alloc(REPLY_HEADER_BYTES);
+  private readonly spare = Buffer.alloc(64);
+  private headerGot = 0;
+  private target: Uint8Array | undefined;
+  private got = 0;
+  private nextId = 0;
+  private connected = false;
+  private stallTimer: NodeJS.Timeout | undefined;
+  private readonly socket: Socket;
+
+  /**
+   * @param stallTimeoutMs fail the connection when requests are pending and
+   *   no byte arrives for this long (for fetches, answered at once); undefined
+   *   for requests that may legitimately take any time (calls)
+   */
+  constructor(
+    private readonly endpoint: string,
+    host: string,
+    port: number,
+    private readonly stallTimeoutMs: number | undefined,
+    private readonly onBroken: () => void,
+  ) {
+    this.socket = connect({ host, port, noDelay: true, onread: { buffer: () => this.nextBuffer(), callback: (n: number) => this.onRead(n) } });
+    this.socket.unref();
+    const timer = setTimeout(() => this.fail(`did not open within ${CONNECT_TIMEOUT_MS} ms`), CONNECT_TIMEOUT_MS);
+    timer.unref();
+    this.socket.once('connect', () => {
+      clearTimeout(timer);
+      this.connected = true;
+    });
+    this.socket.on('error', (error) => this.fail(`failed: ${error.message}`));
+    this.socket.on('close', () => this.fail('closed'));
+  }
+
+  /**
+   * Sends the frame `head(id)`, then `payload` if any (from its own memory,
+   * not copied), and resolves with the reply. Rejects with
+   * ConnectionLostError if the connection breaks first.
+   */
+  request(head: (id: number) => Buffer, payload?: Uint8Array): Promise<PeerReply> {
+    const id = (this.nextId = (this.nextId + 1) >>> 0);
+    const frame = head(id);
+    return new Promise<PeerReply>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.armStall();
+      if (!payload || payload.byteLength < COALESCE_BYTES) {
+        this.socket.write(payload ? Buffer.concat([frame, payload]) : frame);
+        return;
+      }
+      this.socket.cork();
+      this.socket.write(frame);
+      this.socket.write(payload);
+      this.socket.uncork();
+    });
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  private nextBuffer(): Uint8Array {
+    if (this.headerGot < REPLY_HEADER_BYTES) return this.header.subarray(this.headerGot);
+    if (this.target && this.got < this.target.byteLength) return this.target.subarray(this.got);
+    return this.spare;
+  }
+
+  private onRead(n: number): boolean {
+    if (this.broken) return false;
+    this.armStall();
+    if (this.headerGot < REPLY_HEADER_BYTES) {
+      this.headerGot += n;
+      if (this.headerGot < REPLY_HEADER_BYTES) return true;
+      if (this.header[0] !== OP_REPLY) {
+        this.fail('sent something other than a reply');
+        return false;
+      }
+      this.target = acquireBuffer(readSize(this.header, 6));
+      this.got = 0;
+    } else if (this.target && this.got < this.target.byteLength) {
+      this.got += n;
+    } else {
+      this.fail('sent more bytes than announced');
+      return false;
+    }
+    if (this.got === this.target!.byteLength) this.settle();
+    return true;
+  }
+
+  private settle(): void {
+    const id = this.header.readUInt32BE(1);
+    const reply = { status: this.header[5]!, data: this.target! };
+    this.headerGot = 0;
+    this.target = undefined;
+    this.got = 0;
+    const waiting = this.pending.get(id);
+    this.pending.delete(id);
+    this.armStall();
+    if (waiting) waiting.resolve(reply);
+    else releaseBuffer(reply.data);
+  }
+
+  /** (Re)starts the stall timer while requests are pending; stops it otherwise. */
+  private armStall(): void {
+    clearTimeout(this.stallTimer);
+    if (this.stallTimeoutMs === undefined || this.pending.size === 0) return;
+    this.stallTimer = setTimeout(() => this.fail(`made no progress for ${this.stallTimeoutMs} ms`), this.stallTimeoutMs);
+    this.stallTimer.unref();
+  }
+
+  private fail(why: string): void {
+    if (this.broken) return;
+    this.broken = true;
+    clearTimeout(this.stallTimer);
+    this.socket.destroy();
+    if (this.target) releaseBuffer(this.target);
+    this.target = undefined;
+    const error = new ConnectionLostError(`direct connection to ${this.endpoint} ${why}`, this.connected);
+    for (const waiting of this.pending.values()) waiting.reject(error);
+    this.pending.clear();
+    this.onBroken();
+  }
+}
+
+/** One live connection per data port, opened on first use and replaced once broken. */
+export class ConnectionPool {
+  private readonly connections = new Map<string, PeerConnection>();
+
+  /** @param onBroken told of the endpoint of each connection that breaks */
+  constructor(private readonly stallTimeoutMs: number | undefined, private readonly onBroken: (endpoint: string) => void = () => undefined) {}
+
+  /** The connection to `host:port`. */
+  get(host: string, port: number): PeerConnection {
+    const endpoint = `${host}:${port}`;
+    let connection = this.connections.get(endpoint);
+    if (!connection || connection.broken) {
+      const fresh: PeerConnection = new PeerConnection(endpoint, host, port, this.stallTimeoutMs, () => {
+        if (this.connections.get(endpoint) === fresh) this.connections.delete(endpoint);
+        this.onBroken(endpoint);
+      });
+      this.connections.set(endpoint, (connection = fresh));
+    }
+    return connection;
+  }
+
+  /** Closes every connection; their pending requests fail. */
+  close(): void {
+    for (const connection of this.connections.values()) connection.close();
+    this.connections.clear();
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * Splits the byte stream a data-port connection receives into requests:
+ * GETs of offered payloads, and calls on direct routes whose payloads are
+ * copied straight into their own (pooled) buffers.
+ * @module
+ */
+import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
+import { CALL_HEAD_BYTES, GET_BYTES, OP_CALL, OP_CALL_PULLED, OP_GET, readSize, TOKEN_BYTES } from './direct-protocol.js';
+
+/** A request read off a connection. */
+export type DirectRequest =
+  | { op: 'get'; id: number; token: string }
+  | { op: 'call'; id: number; token: string; subject: string; data: Uint8Array }
+  | { op: 'pulled'; id: number; token: string; subject: string; offer: string; size: number };
+
+/** Payloads of direct calls larger than this are refused (the connection is dropped). */
+const MAX_CALL_BYTES = 2 ** 31 - 1;
+
+interface Body {
+  id: number;
+  token: string;
+  subject: string;
+  target: Uint8Array;
+  got: number;
+}
+
+/** Feeds chunks in, gets requests out; throws on bytes that are not this protocol. */
+export class RequestParser {
+  private pending: Buffer = Buffer.alloc(0);
+  private body: Body | undefined;
+
+  constructor(private readonly emit: (request: DirectRequest) => void) {}
+
+  /** Consumes `chunk`; throws Error on a malformed stream (drop the connection). */
+  feed(chunk: Buffer): void {
+    let input: Buffer = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    for (;;) {
+      if (this.body) {
+        const body = this.body;
+        const n = Math.min(body.target.byteLength - body.got, input.length);
+        body.target.set(input.subarray(0, n), body.got);
+        body.got += n;
+        input = input.subarray(n);
+        if (body.got < body.target.byteLength) break;
+        this.body = undefined;
+        this.emit({ op: 'call', id: body.id, token: body.token, subject: body.subject, data: body.target });
+        continue;
+      }
+      if (input.length === 0) break;
+      const op = input[0];
+      if (op === OP_GET) {
+        if (input.length < GET_BYTES) break;
+        this.emit({ op: 'get', id: input.readUInt32BE(1), token: input.subarray(5, GET_BYTES).toString('hex') });
+        input = input.subarray(GET_BYTES);
+      } else if (op === OP_CALL) {
+        if (input.length < CALL_HEAD_BYTES) break;
+        const subjectBytes = input.readUInt16BE(CALL_HEAD_BYTES - 2);
+        const headEnd = CALL_HEAD_BYTES + subjectBytes + 8;
+        if (input.length < headEnd) break;
+        const size = readSize(input, headEnd - 8);
+        if (size > MAX_CALL_BYTES) throw new Error(`direct call of ${size} bytes refused`);
+        this.body = {
+          id: input.readUInt32BE(1),
+          token: input.subarray(5, 5 + TOKEN_BYTES).toString('hex'),
+          subject: input.subarray(CALL_HEAD_BYTES, CALL_HEAD_BYTES + subjectBytes).toString('utf8'),
+          target: acquireBuffer(size),
+          got: 0,
+        };
+        input = input.subarray(headEnd);
+      } else if (op === OP_CALL_PULLED) {
+        if (input.length < CALL_HEAD_BYTES) break;
+        const subjectEnd = CALL_HEAD_BYTES + input.readUInt16BE(CALL_HEAD_BYTES - 2);
+        if (input.length < subjectEnd + 2) break;
+        const offerEnd = subjectEnd + 2 + input.readUInt16BE(subjectEnd);
+        if (input.length < offerEnd + 8) break;
+        this.emit({
+          op: 'pulled',
+          id: input.readUInt32BE(1),
+          token: input.subarray(5, 5 + TOKEN_BYTES).toString('hex'),
+          subject: input.subarray(CALL_HEAD_BYTES, subjectEnd).toString('utf8'),
+          offer: input.subarray(subjectEnd + 2, offerEnd).toString('utf8'),
+          size: readSize(input, offerEnd),
+        });
+        input = input.subarray(offerEnd + 8);
+      } else {
+        throw new Error(`unknown op ${op}`);
+      }
+    }
+    // Keep what is left (a partial header) on its own, not the whole chunk it sits in.
+    this.pending = input.length === 0 ? Buffer.alloc(0) : Buffer.from(input);
+  }
+
+  /** Frees a partly received payload (the connection closed). */
+  close(): void {
+    if (this.body) releaseBuffer(this.body.target);
+    this.body = undefined;
+  }
+}
