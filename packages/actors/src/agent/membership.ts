@@ -4,8 +4,12 @@
  *
  * - join: ping the name's control subject (an answer means the name is taken),
  *   claim it, broadcast `hello`; members answer `here` to the joiner and add
- *   it. Two workers claiming one name at once both see the other's `hello`;
- *   the one with the greater instance id gives up.
+ *   it. The joiner listens for `joinSettleMs` counted from the moment its own
+ *   `hello` comes back through the bus, then sends itself a `sync` through the
+ *   bus and waits for it (so a slow bus or a busy event loop cannot use up the
+ *   window). Two joiners of one name: the greater instance
+ *   id gives up. A joiner against a worker that already holds the name: the
+ *   holder answers with a heartbeat and the joiner gives up.
  * - heartbeats: every worker broadcasts `hb` every `heartbeatMs`; a worker not
  *   heard from for `failureTimeoutMs` is declared failed (while this worker's
  *   own connection is up) and `gone$` fires so pending calls fail fast.
@@ -27,6 +31,9 @@ import type { WorkerInfo } from '../worker-info.js';
 import type { ControlChannel, ControlMessage } from './control.js';
 import { MEMBERS_SUBJECT } from './subjects.js';
 
+/** A transport that does not echo a worker's own announcements delays each join step by at most this, ms. */
+const ECHO_LIMIT_MS = 2_000;
+
 /** Timing of the membership protocol. */
 export interface MembershipTiming {
   /** Interval of heartbeats, ms. Default 500. */
@@ -46,7 +53,7 @@ interface Member {
 
 /** An announcement on the members subject or a `here` on a control subject. */
 interface Announcement extends ControlMessage {
-  k: 'hello' | 'hb' | 'bye' | 'here' | 'query';
+  k: 'hello' | 'sync' | 'hb' | 'bye' | 'here' | 'query';
   n: string;
   id: number;
   inst: string;
@@ -79,6 +86,7 @@ export class Membership {
   private left = false;
   private lastTick = Date.now();
   private readonly rivals = new Set<string>();
+  private awaitedEcho: { kind: Announcement['k']; resolve: () => void } | undefined;
 
   constructor(
     private readonly transport: Transport,
@@ -120,8 +128,11 @@ export class Membership {
     });
     this.statusSubscription = this.transport.status$.subscribe((status) => this.onStatus(status));
     this.touch(this.name, this.inst, this.id, this.joinedAt);
-    this.announce('hello');
+    await this.announceThroughBus('hello');
     await new Promise((resolve) => setTimeout(resolve, this.timing.joinSettleMs));
+    // A timer can fire before deliveries already waiting on a busy event loop:
+    // one more round trip through the bus takes in everything sent before it.
+    await this.announceThroughBus('sync');
     if (this.conflict) throw this.conflict;
     if (this.worldSize === undefined && this.id < 0) this.id = this.nextFreeId();
     this.resolveStaticIds();
@@ -188,7 +199,21 @@ export class Membership {
     this.gone$.complete();
   }
 
-  private announce(kind: 'hello' | 'hb' | 'bye'): void {
+  /**
+   * Announces and waits until the announcement comes back to this worker, so
+   * everything the bus delivered to it before has been handled; at most
+   * ECHO_LIMIT_MS on a transport that does not echo.
+   */
+  private async announceThroughBus(kind: 'hello' | 'sync'): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const echoed = new Promise<void>((resolve) => (this.awaitedEcho = { kind, resolve }));
+    this.announce(kind);
+    await Promise.race([echoed, new Promise<void>((resolve) => (timer = setTimeout(resolve, ECHO_LIMIT_MS)))]);
+    clearTimeout(timer);
+    this.awaitedEcho = undefined;
+  }
+
+  private announce(kind: 'hello' | 'sync' | 'hb' | 'bye'): void {
     const message: Announcement = { k: kind, n: this.name, id: this.id, inst: this.inst, t: this.joinedAt };
     this.transport.publish(MEMBERS_SUBJECT, defaultCodec.encode(message));
   }
@@ -214,16 +239,13 @@ export class Membership {
   }
 
   private observe(message: Announcement): void {
-    if (message.n === this.name && message.inst !== this.inst) {
-      // Two instances claim one name: the greater instance id gives up. The
-      // lesser one says hello again, in case the other subscribed too late to
-      // hear its first one.
-      if (this.inst > message.inst && !this.heartbeat) {
-        this.conflict = new DuplicateWorkerError(`worker name '${this.name}' was claimed by another worker at the same time: choose another name`);
-      } else if (this.inst < message.inst && !this.rivals.has(message.inst)) {
-        this.rivals.add(message.inst);
-        this.announce('hello');
-      }
+    if (message.n === this.name && message.inst === this.inst) {
+      if (message.k === this.awaitedEcho?.kind) this.awaitedEcho.resolve();
+      return;
+    }
+    if (message.k === 'sync') return;
+    if (message.n === this.name) {
+      this.onRival(message);
       return;
     }
     if (message.n === this.name) return;
@@ -237,6 +259,26 @@ export class Membership {
       }
     }
     this.resolveStaticIds();
+  }
+
+  /**
+   * Another instance claims this worker's name. A holder (joined, heart
+   * beating) keeps it and answers with a heartbeat, which a joiner takes as a
+   * refusal. Between two joiners the greater instance id gives up; the lesser
+   * says hello again, in case the other subscribed too late to hear it.
+   */
+  private onRival(message: Announcement): void {
+    if (this.heartbeat) {
+      if (message.k === 'hello') this.announce('hb');
+      return;
+    }
+    const holder = message.k === 'hb' || message.k === 'here';
+    if (holder || this.inst > message.inst) {
+      this.conflict ??= new DuplicateWorkerError(`worker name '${this.name}' was claimed by another worker at the same time: choose another name`);
+    } else if (!this.rivals.has(message.inst)) {
+      this.rivals.add(message.inst);
+      this.announce('hello');
+    }
   }
 
   private touch(name: string, inst: string, id: number, joinedAt: number): void {
