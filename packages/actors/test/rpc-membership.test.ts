@@ -83,6 +83,10 @@ for (const kind of transportKinds()) {
   test(t('a worker that stops answering is declared gone; pending and new calls fail fast'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b'], { heartbeatMs: 100, failureTimeoutMs: 500 });
     const [a, b] = agents;
+    // Heartbeat timers do not hold a process open, and a local transport has no socket that
+    // would: keep this one alive until the failure is detected.
+    const keepAlive = setInterval(() => undefined, 1_000);
+    tt.teardown(() => clearInterval(keepAlive));
     const pending = tt.throwsAsync(a!.rpcSync('b', sleep, [30_000], { timeoutMs: 0 }), { instanceOf: WorkerUnavailableError });
     await new Promise((resolve) => setTimeout(resolve, 50));
     const cut = Date.now();

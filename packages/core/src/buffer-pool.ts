@@ -14,6 +14,14 @@
  *   with {@link markReceived}; the codec releases such a frame after decoding
  *   when no decoded value can view it (tensors on a backend that copies).
  *
+ * - A transport that delivers bytes it does not own (another process's shared
+ *   memory) registers how to give them back with {@link lendForeign}; the
+ *   codec's release then returns them to their owner.
+ *
+ * A transport may also supply the memory of fresh large buffers
+ * ({@link useBufferSource}): the NATS transport's shared-memory segments, so a
+ * frame is encoded straight into memory its same-host receiver can map.
+ *
  * Small buffers are never pooled. `TENSORBUS_BUFFER_POOL_BYTES` bounds the
  * memory kept free for reuse (default 1 GiB; 0 turns pooling off).
  * @module
@@ -31,6 +39,22 @@ const free = new Map<number, ArrayBuffer[]>();
 const lent = new WeakMap<Uint8Array, ArrayBuffer>();
 /** Received buffers only one decoder will see. */
 const received = new WeakSet<Uint8Array>();
+/** Buffers owned elsewhere, and how to give each back. */
+const foreign = new WeakMap<Uint8Array, () => void>();
+
+/** Supplies the memory of fresh large buffers. */
+export interface BufferSource {
+  /** An ArrayBuffer of exactly `bytes` bytes, or undefined to use the JavaScript heap. */
+  allocate(bytes: number): ArrayBuffer | undefined;
+}
+let source: BufferSource | undefined;
+
+/** Makes `next` supply fresh large buffers (undefined: the JavaScript heap); returns the previous source. */
+export function useBufferSource(next: BufferSource | undefined): BufferSource | undefined {
+  const previous = source;
+  source = next;
+  return previous;
+}
 let freeBytes = 0;
 let reused = 0;
 let allocated = 0;
@@ -51,7 +75,7 @@ export function acquireBuffer(size: number): Uint8Array {
     freeBytes -= memory.byteLength;
     reused++;
   } else {
-    memory = new ArrayBuffer(2 ** k);
+    memory = source?.allocate(2 ** k) ?? new ArrayBuffer(2 ** k);
     allocated++;
   }
   const view = new Uint8Array(memory, 0, size);
@@ -65,7 +89,13 @@ export function acquireBuffer(size: number): Uint8Array {
  */
 export function releaseBuffer(buffer: Uint8Array): void {
   const memory = lent.get(buffer);
-  if (!memory) return;
+  if (!memory) {
+    const giveBack = foreign.get(buffer);
+    foreign.delete(buffer);
+    received.delete(buffer);
+    giveBack?.();
+    return;
+  }
   lent.delete(buffer);
   received.delete(buffer);
   if (freeBytes + memory.byteLength > maxFreeBytes) return;
@@ -78,7 +108,15 @@ export function releaseBuffer(buffer: Uint8Array): void {
 
 /** Marks `buffer` as received bytes that only the decoder that gets them will ever read. */
 export function markReceived(buffer: Uint8Array): void {
-  if (lent.has(buffer)) received.add(buffer);
+  if (lent.has(buffer) || foreign.has(buffer)) received.add(buffer);
+}
+
+/**
+ * Registers `buffer` as memory owned elsewhere: {@link releaseBuffer} calls
+ * `giveBack` (once) instead of pooling it.
+ */
+export function lendForeign(buffer: Uint8Array, giveBack: () => void): void {
+  foreign.set(buffer, giveBack);
 }
 
 /** True (once) when `buffer` was marked received: the caller may then release it. */

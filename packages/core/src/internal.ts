@@ -9,4 +9,5 @@ export type { WireError } from './error-wire.js';
 export { abortError, subjectMatches } from './transport/transport.js';
 export { EXT_TENSOR, EXT_MAP, EXT_ERROR } from './codec/codec.js';
 export { HEADER_BYTES, BLOCK_ALIGN, FRAME_VERSION } from './codec/frame.js';
-export { acquireBuffer, releaseBuffer, markReceived, takeReceived, bufferPoolStats, POOL_MIN_BYTES } from './buffer-pool.js';
+export { acquireBuffer, releaseBuffer, markReceived, takeReceived, lendForeign, useBufferSource, bufferPoolStats, POOL_MIN_BYTES } from './buffer-pool.js';
+export type { BufferSource } from './buffer-pool.js';

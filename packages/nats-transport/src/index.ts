@@ -11,3 +11,5 @@ export { startNatsCluster } from './server/cluster.js';
 export type { NatsCluster } from './server/cluster.js';
 export { findNatsServer, INSTALL_HINT } from './server/find-binary.js';
 export type { DirectOptions } from './direct/direct-protocol.js';
+export { sharedMemoryStatus } from './direct/direct-plane.js';
+export type { DirectStats } from './direct/direct-plane.js';

@@ -7,6 +7,7 @@
  */
 import { BehaviorSubject } from 'rxjs';
 import { RpcTimeoutError, ShutdownError, WorkerUnavailableError } from '../errors.js';
+import { markReceived } from '../buffer-pool.js';
 import {
   abortError,
   subjectMatches,
@@ -75,6 +76,8 @@ class LocalBus {
       else groups.set(listener.queue, [...(groups.get(listener.queue) ?? []), listener]);
     }
     for (const members of groups.values()) targets.push(members[Math.floor(Math.random() * members.length)]!);
+    // Bytes only one receiver sees may be reused once it has decoded them (see buffer-pool.ts).
+    if (targets.length === 1) markReceived(data);
     for (const target of targets) {
       const message: InboundMessage = {
         subject,

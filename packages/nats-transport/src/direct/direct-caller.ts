@@ -5,9 +5,23 @@
  */
 import { TransportError, WorkerUnavailableError } from '@tensorbus/core';
 import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
-import { CALL_HEAD_BYTES, hostId, isLoopback, OP_CALL, OP_CALL_PULLED, REPLY_OK, writeSize, type DirectOffer } from './direct-protocol.js';
+import { readSegmentRef, SEGMENT_REF_BYTES, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
+import {
+  CALL_HEAD_BYTES,
+  hostId,
+  isLoopback,
+  OP_CALL,
+  OP_CALL_PULLED,
+  OP_CALL_SHM,
+  OP_RELEASE,
+  REPLY_NO_SHM,
+  REPLY_OK,
+  REPLY_SHM,
+  writeSize,
+  type DirectOffer,
+} from './direct-protocol.js';
 import type { Offered } from './direct-server.js';
-import { ConnectionLostError, ConnectionPool } from './peer-connection.js';
+import { ConnectionLostError, ConnectionPool, type PeerConnection } from './peer-connection.js';
 
 /** The request was not delivered (no such route, or no connection): send it another way. */
 export class RouteUnavailableError extends TransportError {
@@ -32,19 +46,57 @@ function callHead(id: number, token: Buffer, subject: string, size: number, offe
   return head;
 }
 
+/** The frame of a request to `subject` that lies in the requester's segment `ref`. */
+function sharedCallHead(id: number, token: Buffer, subject: string, ref: SegmentRef): Buffer {
+  const subjectBytes = Buffer.from(subject, 'utf8');
+  const head = Buffer.allocUnsafe(CALL_HEAD_BYTES + subjectBytes.length + SEGMENT_REF_BYTES);
+  head[0] = OP_CALL_SHM;
+  head.writeUInt32BE(id, 1);
+  token.copy(head, 5);
+  head.writeUInt16BE(subjectBytes.length, CALL_HEAD_BYTES - 2);
+  subjectBytes.copy(head, CALL_HEAD_BYTES);
+  writeSegmentRef(head, CALL_HEAD_BYTES + subjectBytes.length, ref);
+  return head;
+}
+
+/** The frame that gives back the segment `ref` of a reply. */
+function releaseFrame(ref: SegmentRef): Buffer {
+  const frame = Buffer.allocUnsafe(1 + SEGMENT_REF_BYTES);
+  frame[0] = OP_RELEASE;
+  writeSegmentRef(frame, 1, ref);
+  return frame;
+}
+
+/** What a broken connection means for a request on it. */
+function lostError(error: ConnectionLostError, subject: string, delivered: boolean): Error {
+  // Before the connection opened nothing was delivered; after, the request may have run and
+  // its responder is gone (a process whose port closes has died or closed its transport).
+  if (!delivered) return new RouteUnavailableError(error.message, { cause: error });
+  return new WorkerUnavailableError(`the responder of '${subject}' went away with the request in flight (${error.message})`, { cause: error });
+}
+
 /** Sends requests over direct routes, one pooled connection per data port. */
 export class DirectCaller {
   /** Requests answered over direct routes so far (for tests and the benchmark). */
   calls = 0;
+  /** Of those, requests that went as a shared-memory reference, and replies that came as one. */
+  sharedRequests = 0;
+  sharedReplies = 0;
   // Calls may take any time: no stall timeout; a dead responder closes the connection.
   private readonly pool = new ConnectionPool(undefined);
   private readonly self = hostId();
+  /** Data ports whose process cannot map this one's segments. */
+  private readonly noSharedMemory = new Set<string>();
 
   /**
    * @param offer offers a large payload on this process's data port (for the
    *   responder to pull), or undefined to send it inline
+   * @param segments shared memory, when this process has it
    */
-  constructor(private readonly offer: (data: Uint8Array, onServed: () => void) => Offered | undefined = () => undefined) {}
+  constructor(
+    private readonly offer: (data: Uint8Array, onServed: () => void) => Offered | undefined = () => undefined,
+    private readonly segments?: SharedSegments,
+  ) {}
 
   /** True when `route` can be used from here (a loopback endpoint only on the same host). */
   usable(route: DirectOffer): boolean {
@@ -58,6 +110,14 @@ export class DirectCaller {
    */
   async call(route: DirectOffer, subject: string, data: Uint8Array): Promise<Uint8Array> {
     const connection = this.pool.get(route.host, route.port);
+    const endpoint = `${route.host}:${route.port}`;
+    const ref = route.hostId === this.self && !this.noSharedMemory.has(endpoint) ? this.segments?.refOf(data) : undefined;
+    if (ref) {
+      const reply = await this.callShared(connection, subject, route.token, data, ref);
+      if (reply) return reply;
+      // The responder cannot map this process's memory: send the bytes, from now on.
+      this.noSharedMemory.add(endpoint);
+    }
     // Once the responder has pulled every byte, the request's memory can hold the reply (or the next one).
     let served = false;
     const offered = this.offer(data, () => {
@@ -81,13 +141,49 @@ export class DirectCaller {
       return reply;
     } catch (error) {
       if (!(error instanceof ConnectionLostError)) throw error;
-      // Before the connection opened nothing was delivered; after, the request may have run and
-      // its responder is gone (a process whose port closes has died or closed its transport).
-      if (!error.delivered && !served) throw new RouteUnavailableError(error.message, { cause: error });
-      throw new WorkerUnavailableError(`the responder of '${subject}' went away with the request in flight (${error.message})`, { cause: error });
+      throw lostError(error, subject, error.delivered || served);
     } finally {
       offered?.withdraw();
     }
+  }
+
+  /**
+   * Sends a request that lies in this process's segment `ref` as a reference.
+   * Resolves undefined when the responder cannot map it (nothing delivered).
+   */
+  private async callShared(connection: PeerConnection, subject: string, token: Buffer, data: Uint8Array, ref: SegmentRef): Promise<Uint8Array | undefined> {
+    connection.lend(ref, data);
+    let status: number;
+    let body: Uint8Array;
+    try {
+      ({ status, data: body } = await connection.request((id) => sharedCallHead(id, token, subject, ref)));
+    } catch (error) {
+      if (!(error instanceof ConnectionLostError)) throw error;
+      throw lostError(error, subject, error.delivered);
+    }
+    if (status === REPLY_OK || status === REPLY_SHM) this.sharedRequests++;
+    if (status === REPLY_OK) {
+      this.calls++;
+      markReceived(body);
+      return body;
+    }
+    const replyRef = status === REPLY_SHM && body.byteLength === SEGMENT_REF_BYTES ? readSegmentRef(Buffer.from(body.buffer, body.byteOffset, body.byteLength), 0) : undefined;
+    releaseBuffer(body);
+    if (replyRef) {
+      this.calls++;
+      this.sharedReplies++;
+      const giveBack = () => connection.send(releaseFrame(replyRef));
+      try {
+        return this.segments!.receive(replyRef, giveBack);
+      } catch (error) {
+        giveBack();
+        throw new TransportError(`cannot map the reply of '${subject}' in shared memory: ${(error as Error).message}`, { cause: error });
+      }
+    }
+    // Refused: the responder never read the request, which is still this transport's to send.
+    connection.unlend(ref);
+    if (status === REPLY_NO_SHM) return undefined;
+    throw new RouteUnavailableError('the responder no longer serves this subject directly');
   }
 
   /** Closes every connection; pending requests fail. */

@@ -4,7 +4,9 @@
  * direct routes it has learnt for its requests. See docs/data-plane.md.
  * @module
  */
-import { releaseBuffer } from '@tensorbus/core/internal';
+import { releaseBuffer, useBufferSource } from '@tensorbus/core/internal';
+import { SharedSegments } from '../shm/shared-segments.js';
+import { loadShm } from '../shm/shm-native.js';
 import { DirectCaller, RouteUnavailableError } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
 import { parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
@@ -21,6 +23,32 @@ export interface DirectStats {
   calls: number;
   /** Requests this transport answered on its routes. */
   answered: number;
+  /** Requests this transport sent on direct routes as shared-memory references. */
+  sharedRequests: number;
+  /** Replies this transport received on direct routes as shared-memory references. */
+  sharedReplies: number;
+}
+
+let segmentsOfProcess: SharedSegments | undefined;
+let told = false;
+
+/**
+ * The segments of this process, shared by its transports; the first use makes
+ * them the source of the buffer pool's fresh large buffers, and says on
+ * stderr which same-host path is in use. Undefined without the addon.
+ */
+function processSegments(): SharedSegments | undefined {
+  if (segmentsOfProcess) return segmentsOfProcess;
+  const { binding, reason } = loadShm();
+  if (!told && process.env.TENSORBUS_QUIET !== '1') {
+    process.stderr.write(`[tensorbus] same-host direct calls: ${binding ? 'shared memory' : `TCP (shared memory unavailable: ${reason})`}\n`);
+  }
+  told = true;
+  if (!binding) return undefined;
+  const maxFrame = Number(process.env.TENSORBUS_SHM_MAX_FRAME_BYTES);
+  segmentsOfProcess = new SharedSegments(binding, Number.isSafeInteger(maxFrame) && maxFrame > 0 ? maxFrame : undefined);
+  useBufferSource(segmentsOfProcess);
+  return segmentsOfProcess;
 }
 
 /** The direct routes and data plane of one transport. */
@@ -30,17 +58,22 @@ export class DirectPlane {
   /** Routes learnt from replies, by full subject. */
   private readonly routes = new Map<string, DirectOffer>();
 
-  private constructor(private readonly server: DirectServer, idleTimeoutMs: number) {
+  private constructor(private readonly server: DirectServer, idleTimeoutMs: number, segments: SharedSegments | undefined) {
     this.client = new DirectClient(idleTimeoutMs);
     // Large direct requests are offered for the responder to pull into its own buffer.
-    this.caller = new DirectCaller((data, onServed) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined));
+    const offer = (data: Uint8Array, onServed: () => void) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined);
+    this.caller = new DirectCaller(offer, segments);
     server.useFetcher((offer, size) => this.client.fetch(offer, size));
+    if (segments) server.useSharedMemory(segments);
   }
 
   /** Opens the data port; `idleTimeoutMs` fails a fetch that makes no progress. */
   static async start(options: DirectOptions, idleTimeoutMs: number): Promise<DirectPlane> {
-    return new DirectPlane(await DirectServer.start(options), idleTimeoutMs);
+    const segments = options.sharedMemory === false ? undefined : processSegments();
+    return new DirectPlane(await DirectServer.start(options), idleTimeoutMs, segments);
   }
+
+
 
   /** Payloads at least this large are offered on the data plane. */
   get minBytes(): number {
@@ -102,7 +135,8 @@ export class DirectPlane {
   }
 
   get stats(): DirectStats {
-    return { fetched: this.client.fetched, served: this.server.served, calls: this.caller.calls, answered: this.server.calls };
+    const { calls, sharedRequests, sharedReplies } = this.caller;
+    return { fetched: this.client.fetched, served: this.server.served, calls, answered: this.server.calls, sharedRequests, sharedReplies };
   }
 
   /** Closes the port and every connection. */
@@ -112,4 +146,20 @@ export class DirectPlane {
     this.caller.close();
     this.routes.clear();
   }
+}
+
+/**
+ * Whether direct calls between processes of this host can go through shared
+ * memory here, and if not, why (the addon is not built, not Linux, or
+ * `TENSORBUS_SHM=0`).
+ *
+ * @example
+ * ```ts
+ * const { available, reason } = sharedMemoryStatus();
+ * console.log(available ? 'shared memory' : `TCP: ${reason}`);
+ * ```
+ */
+export function sharedMemoryStatus(): { available: boolean; reason?: string } {
+  const { binding, reason } = loadShm();
+  return binding ? { available: true } : { available: false, reason };
 }

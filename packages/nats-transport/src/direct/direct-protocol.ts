@@ -20,6 +20,20 @@
  * Every request carries an id and is answered by one 0x03 frame with that id,
  * in any order: one connection class (peer-connection.ts) reads them all.
  *
+ * Between processes on one host that both have shared memory (see
+ * shm/shared-segments.ts), a request or reply that lies in a segment of its
+ * sender travels as a 32-byte segment reference instead of its bytes:
+ *
+ *   requester -> [0x05][id u32][token 16][subject length u16][subject][ref 32]   the request is in the requester's segment
+ *   responder -> [0x03][id u32][0x02][size = 32][ref 32]                           the reply is in the responder's segment
+ *   responder -> [0x03][0 u32][0x05][size = 32][ref 32]                            the request's segment is given back
+ *   requester -> [0x06][ref 32]                                                    the reply's segment is given back
+ *   responder -> [0x03][id u32][0x04][size = 0]                                    cannot map: send the bytes instead
+ *
+ * A segment is given back once the receiver has decoded from it (or dropped
+ * it); the sender reuses it only then. A broken connection gives back
+ * everything lent over it.
+ *
  * 0x04 is for large requests: the responder fetches the payload as an offer
  * (a GET on the requester's port), so both ends read large payloads straight
  * into their final buffers (Node gives accepted sockets no such reads).
@@ -55,12 +69,22 @@ export const OP_CALL = 0x02;
 export const OP_REPLY = 0x03;
 /** Request op: a direct request whose large payload the responder pulls from the requester's data port. */
 export const OP_CALL_PULLED = 0x04;
+/** Request op: a direct request whose payload lies in the requester's shared-memory segment. */
+export const OP_CALL_SHM = 0x05;
+/** One-way op: the requester gives back the segment of a reply. */
+export const OP_RELEASE = 0x06;
 /** Bytes of an OP_REPLY header: op, id (u32), status, size (two u32). */
 export const REPLY_HEADER_BYTES = 1 + 4 + 1 + 8;
 /** Reply status: the handler answered; its bytes follow. */
 export const REPLY_OK = 0x00;
 /** Reply status: no such route or offer (removed, withdrawn, or never made): nothing was delivered. */
 export const REPLY_NO_ROUTE = 0x01;
+/** Reply status: the reply lies in the responder's segment; its reference follows. */
+export const REPLY_SHM = 0x02;
+/** Reply status: the responder cannot map the requester's segment; nothing was delivered. */
+export const REPLY_NO_SHM = 0x04;
+/** Reply status (id 0): the requester's segment named by the reference that follows is given back. */
+export const REPLY_RELEASE = 0x05;
 /** Bytes of a token. */
 export const TOKEN_BYTES = 16;
 /** Bytes of an OP_CALL header before the subject: op, id (u32), route token, subject length (u16). */
@@ -110,6 +134,12 @@ export interface DirectOptions {
   port?: number;
   /** Payloads at least this large go direct (default 128 KiB). */
   minBytes?: number;
+  /**
+   * Requests and replies on direct routes between processes of this host go
+   * through shared memory where both have it (default true; the addon must be
+   * built, see scripts/build-native.mjs; `TENSORBUS_SHM=0` turns it off).
+   */
+  sharedMemory?: boolean;
 }
 
 /** Where and what to fetch, as announced. */

@@ -5,6 +5,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
+import { SEGMENT_REF_BYTES, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import {
   DEFAULT_DIRECT_MIN_BYTES,
   formatOffer,
@@ -12,7 +13,10 @@ import {
   newToken,
   parseOffer,
   REPLY_NO_ROUTE,
+  REPLY_NO_SHM,
   REPLY_OK,
+  REPLY_RELEASE,
+  REPLY_SHM,
   replyHeader,
   type DirectOffer,
   type DirectOptions,
@@ -56,9 +60,11 @@ export class DirectServer {
   calls = 0;
   private readonly offers = new Map<string, { data: Uint8Array; onServed: (() => void) | undefined }>();
   private readonly routes = new Map<string, { subject: string; handler: RouteHandler }>();
-  private readonly sockets = new Set<Socket>();
+  /** Each connection's replies lent in shared memory, by segment id, until given back. */
+  private readonly sockets = new Map<Socket, Map<string, Uint8Array>>();
   private port = 0;
   private fetcher: Fetcher | undefined;
+  private segments: SharedSegments | undefined;
 
   private constructor(private readonly server: Server, private readonly advertise: string, options: DirectOptions) {
     this.minBytes = options.minBytes ?? DEFAULT_DIRECT_MIN_BYTES;
@@ -99,6 +105,11 @@ export class DirectServer {
     this.fetcher = fetcher;
   }
 
+  /** Lets requests and replies between processes of this host travel in shared memory. */
+  useSharedMemory(segments: SharedSegments): void {
+    this.segments = segments;
+  }
+
   /** Accepts direct requests for `subject` (full, as on the bus), handled by `handler`. */
   route(subject: string, handler: RouteHandler): Route {
     const { key, header } = this.newCapability();
@@ -110,7 +121,7 @@ export class DirectServer {
   close(): void {
     this.offers.clear();
     this.routes.clear();
-    for (const socket of this.sockets) socket.destroy();
+    for (const socket of this.sockets.keys()) socket.destroy();
     this.server.close();
   }
 
@@ -121,7 +132,8 @@ export class DirectServer {
   }
 
   private serve(socket: Socket): void {
-    this.sockets.add(socket);
+    const lent = new Map<string, Uint8Array>();
+    this.sockets.set(socket, lent);
     socket.unref();
     socket.setNoDelay(true);
     const parser = new RequestParser((request) => this.dispatch(socket, request));
@@ -138,10 +150,22 @@ export class DirectServer {
     socket.on('close', () => {
       parser.close();
       this.sockets.delete(socket);
+      // The requester is gone: nothing it was lent can still be read through this connection.
+      for (const answer of lent.values()) releaseBuffer(answer);
+      lent.clear();
     });
   }
 
   private dispatch(socket: Socket, request: DirectRequest): void {
+    if (request.op === 'release') {
+      const lent = this.sockets.get(socket);
+      const answer = lent?.get(request.ref.id);
+      if (answer) {
+        lent!.delete(request.ref.id);
+        releaseBuffer(answer);
+      }
+      return;
+    }
     if (request.op === 'get') {
       const offered = this.offers.get(request.token);
       if (!offered) return this.reply(socket, request.id, REPLY_NO_ROUTE, new Uint8Array(0));
@@ -157,6 +181,7 @@ export class DirectServer {
       return;
     }
     if (request.op === 'call') return this.handle(socket, request.id, route.handler, request.data);
+    if (request.op === 'shm') return this.handleShared(socket, request.id, route.handler, request.ref);
     // Not delivered until the payload is here: a failed pull lets the requester take the bus.
     this.fetcher!(offer!, request.size).then(
       (data) => this.handle(socket, request.id, route.handler, data),
@@ -164,7 +189,20 @@ export class DirectServer {
     );
   }
 
-  private handle(socket: Socket, id: number, handler: RouteHandler, data: Uint8Array): void {
+  /** A request in the requester's segment: mapped here, given back once decoded; the reply may go the same way. */
+  private handleShared(socket: Socket, id: number, handler: RouteHandler, ref: SegmentRef): void {
+    let data: Uint8Array;
+    try {
+      if (!this.segments) throw new Error('no shared memory here');
+      data = this.segments.receive(ref, () => this.giveBack(socket, ref));
+    } catch {
+      this.reply(socket, id, REPLY_NO_SHM, new Uint8Array(0));
+      return;
+    }
+    this.handle(socket, id, handler, data, true);
+  }
+
+  private handle(socket: Socket, id: number, handler: RouteHandler, data: Uint8Array, shared = false): void {
     this.calls++;
     // Only the handler's decoder reads these bytes: it may reuse them.
     markReceived(data);
@@ -172,10 +210,27 @@ export class DirectServer {
     handler(data, (answer) => {
       if (answered || socket.destroyed) return false;
       answered = true;
+      const ref = shared ? this.segments?.refOf(answer) : undefined;
+      if (ref) {
+        // Lent to the requester until it gives the segment back (or the connection closes).
+        this.sockets.get(socket)?.set(ref.id, answer);
+        const body = Buffer.allocUnsafe(SEGMENT_REF_BYTES);
+        writeSegmentRef(body, 0, ref);
+        this.reply(socket, id, REPLY_SHM, body);
+        return true;
+      }
       // The transport owns what it sends: once the socket has the answer, its memory can be reused.
       this.reply(socket, id, REPLY_OK, answer, () => releaseBuffer(answer));
       return true;
     });
+  }
+
+  /** Tells the requester its segment `ref` is no longer read here. */
+  private giveBack(socket: Socket, ref: SegmentRef): void {
+    if (socket.destroyed) return;
+    const body = Buffer.allocUnsafe(SEGMENT_REF_BYTES);
+    writeSegmentRef(body, 0, ref);
+    this.reply(socket, 0, REPLY_RELEASE, body);
   }
 
   /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */

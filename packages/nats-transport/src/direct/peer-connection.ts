@@ -7,7 +7,8 @@
 import { connect, type Socket } from 'node:net';
 import { TransportError } from '@tensorbus/core';
 import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
-import { OP_REPLY, readSize, REPLY_HEADER_BYTES } from './direct-protocol.js';
+import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
+import { OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_RELEASE } from './direct-protocol.js';
 
 /** How long a connection may take to open, ms. */
 const CONNECT_TIMEOUT_MS = 2_000;
@@ -37,6 +38,8 @@ interface Pending {
 export class PeerConnection {
   broken = false;
   private readonly pending = new Map<number, Pending>();
+  /** Frames lent to the peer in shared memory, by segment id, until it gives them back. */
+  private readonly lent = new Map<string, Uint8Array>();
   private readonly header = Buffer.alloc(REPLY_HEADER_BYTES);
   private readonly spare = Buffer.alloc(64);
   private headerGot = 0;
@@ -77,7 +80,8 @@ export class PeerConnection {
    * ConnectionLostError if the connection breaks first.
    */
   request(head: (id: number) => Buffer, payload?: Uint8Array): Promise<PeerReply> {
-    const id = (this.nextId = (this.nextId + 1) >>> 0);
+    // Id 0 is the peer's: it gives segments back with it.
+    const id = (this.nextId = (this.nextId + 1) >>> 0 || 1);
     const frame = head(id);
     return new Promise<PeerReply>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
@@ -91,6 +95,21 @@ export class PeerConnection {
       this.socket.write(payload);
       this.socket.uncork();
     });
+  }
+
+  /** Sends a frame that gets no reply. */
+  send(frame: Buffer): void {
+    if (!this.broken) this.socket.write(frame);
+  }
+
+  /** Records `frame` (in the segment `ref`) as lent to the peer: released to the pool once given back. */
+  lend(ref: SegmentRef, frame: Uint8Array): void {
+    this.lent.set(ref.id, frame);
+  }
+
+  /** Takes a lent frame back without releasing it (the peer refused it; the caller still owns it). */
+  unlend(ref: SegmentRef): void {
+    this.lent.delete(ref.id);
   }
 
   close(): void {
@@ -131,11 +150,23 @@ export class PeerConnection {
     this.headerGot = 0;
     this.target = undefined;
     this.got = 0;
+    if (id === 0 && reply.status === REPLY_RELEASE) return this.takeBack(reply.data);
     const waiting = this.pending.get(id);
     this.pending.delete(id);
     this.armStall();
     if (waiting) waiting.resolve(reply);
     else releaseBuffer(reply.data);
+  }
+
+  /** The peer gave back a segment it was lent. */
+  private takeBack(body: Uint8Array): void {
+    if (body.byteLength === SEGMENT_REF_BYTES) {
+      const { id } = readSegmentRef(Buffer.from(body.buffer, body.byteOffset, body.byteLength), 0);
+      const frame = this.lent.get(id);
+      this.lent.delete(id);
+      if (frame) releaseBuffer(frame);
+    }
+    releaseBuffer(body);
   }
 
   /** (Re)starts the stall timer while requests are pending; stops it otherwise. */
@@ -153,6 +184,10 @@ export class PeerConnection {
     this.socket.destroy();
     if (this.target) releaseBuffer(this.target);
     this.target = undefined;
+    // Lent over a connection that had opened: the requests failed, nothing will read them again.
+    // (Before it opened nothing was sent, and the requester may still send them another way.)
+    if (this.connected) for (const frame of this.lent.values()) releaseBuffer(frame);
+    this.lent.clear();
     const error = new ConnectionLostError(`direct connection to ${this.endpoint} ${why}`, this.connected);
     for (const waiting of this.pending.values()) waiting.reject(error);
     this.pending.clear();

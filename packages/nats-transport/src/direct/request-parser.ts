@@ -1,17 +1,21 @@
 /**
  * Splits the byte stream a data-port connection receives into requests:
- * GETs of offered payloads, and calls on direct routes whose payloads are
- * copied straight into their own (pooled) buffers.
+ * GETs of offered payloads, calls on direct routes whose payloads are
+ * copied straight into their own (pooled) buffers, calls whose payloads lie
+ * in shared memory, and segments given back.
  * @module
  */
 import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
-import { CALL_HEAD_BYTES, GET_BYTES, OP_CALL, OP_CALL_PULLED, OP_GET, readSize, TOKEN_BYTES } from './direct-protocol.js';
+import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
+import { CALL_HEAD_BYTES, GET_BYTES, OP_CALL, OP_CALL_PULLED, OP_CALL_SHM, OP_GET, OP_RELEASE, readSize, TOKEN_BYTES } from './direct-protocol.js';
 
 /** A request read off a connection. */
 export type DirectRequest =
   | { op: 'get'; id: number; token: string }
   | { op: 'call'; id: number; token: string; subject: string; data: Uint8Array }
-  | { op: 'pulled'; id: number; token: string; subject: string; offer: string; size: number };
+  | { op: 'pulled'; id: number; token: string; subject: string; offer: string; size: number }
+  | { op: 'shm'; id: number; token: string; subject: string; ref: SegmentRef }
+  | { op: 'release'; ref: SegmentRef };
 
 /** Payloads of direct calls larger than this are refused (the connection is dropped). */
 const MAX_CALL_BYTES = 2 ** 31 - 1;
@@ -82,6 +86,22 @@ export class RequestParser {
           size: readSize(input, offerEnd),
         });
         input = input.subarray(offerEnd + 8);
+      } else if (op === OP_CALL_SHM) {
+        if (input.length < CALL_HEAD_BYTES) break;
+        const subjectEnd = CALL_HEAD_BYTES + input.readUInt16BE(CALL_HEAD_BYTES - 2);
+        if (input.length < subjectEnd + SEGMENT_REF_BYTES) break;
+        this.emit({
+          op: 'shm',
+          id: input.readUInt32BE(1),
+          token: input.subarray(5, 5 + TOKEN_BYTES).toString('hex'),
+          subject: input.subarray(CALL_HEAD_BYTES, subjectEnd).toString('utf8'),
+          ref: readSegmentRef(input, subjectEnd),
+        });
+        input = input.subarray(subjectEnd + SEGMENT_REF_BYTES);
+      } else if (op === OP_RELEASE) {
+        if (input.length < 1 + SEGMENT_REF_BYTES) break;
+        this.emit({ op: 'release', ref: readSegmentRef(input, 1) });
+        input = input.subarray(1 + SEGMENT_REF_BYTES);
       } else {
         throw new Error(`unknown op ${op}`);
       }

@@ -1,0 +1,151 @@
+/*
+ * Shared-memory segments for the same-host data plane (see docs/data-plane.md).
+ *
+ *   create(size)            -> [fd, ArrayBuffer]  anonymous memory file (memfd), mapped read-write
+ *   open(pid, fd, size)     -> ArrayBuffer        another process's segment, through /proc/<pid>/fd/<fd>
+ *   close(fd)                                     closes a segment's file descriptor
+ *
+ * A mapping is unmapped when its ArrayBuffer is garbage-collected; a
+ * segment's memory is freed when its creator has closed the descriptor and
+ * every mapping is gone, so a process that dies leaves nothing behind.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <node_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define CHECK(call)                                                   \
+  do {                                                                \
+    if ((call) != napi_ok) {                                          \
+      napi_throw_error(env, NULL, "tensorbus_shm: N-API call failed"); \
+      return NULL;                                                    \
+    }                                                                 \
+  } while (0)
+
+typedef struct {
+  void* address;
+  size_t size;
+} mapping;
+
+static napi_value throw_errno(napi_env env, const char* what) {
+  char message[256];
+  snprintf(message, sizeof message, "%s: %s", what, strerror(errno));
+  napi_throw_error(env, NULL, message);
+  return NULL;
+}
+
+static void finalize_mapping(napi_env env, void* data, void* hint) {
+  (void)env;
+  (void)data;
+  mapping* m = (mapping*)hint;
+  if (m->address != NULL) munmap(m->address, m->size);
+  free(m);
+}
+
+static napi_value map_fd(napi_env env, int fd, size_t size) {
+  void* address = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (address == MAP_FAILED) return throw_errno(env, "mmap");
+  mapping* m = malloc(sizeof *m);
+  m->address = address;
+  m->size = size;
+  napi_value buffer;
+  if (napi_create_external_arraybuffer(env, address, size, finalize_mapping, m, &buffer) != napi_ok) {
+    munmap(address, size);
+    free(m);
+    napi_throw_error(env, NULL, "tensorbus_shm: cannot wrap the mapping");
+    return NULL;
+  }
+  return buffer;
+}
+
+static int get_size(napi_env env, napi_value value, size_t* out) {
+  double d;
+  if (napi_get_value_double(env, value, &d) != napi_ok || d < 1 || d > 9007199254740991.0) return 0;
+  *out = (size_t)d;
+  return 1;
+}
+
+static napi_value create(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  size_t size;
+  if (argc < 1 || !get_size(env, argv[0], &size)) {
+    napi_throw_type_error(env, NULL, "create(size): size must be a positive integer");
+    return NULL;
+  }
+  int fd = (int)syscall(SYS_memfd_create, "tensorbus", MFD_CLOEXEC);
+  if (fd < 0) return throw_errno(env, "memfd_create");
+  if (ftruncate(fd, (off_t)size) != 0) {
+    napi_value error = throw_errno(env, "ftruncate");
+    close(fd);
+    return error;
+  }
+  napi_value buffer = map_fd(env, fd, size);
+  if (buffer == NULL) {
+    close(fd);
+    return NULL;
+  }
+  napi_value result, fd_value;
+  CHECK(napi_create_array_with_length(env, 2, &result));
+  CHECK(napi_create_int32(env, fd, &fd_value));
+  CHECK(napi_set_element(env, result, 0, fd_value));
+  CHECK(napi_set_element(env, result, 1, buffer));
+  return result;
+}
+
+static napi_value open_segment(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int32_t pid, fd;
+  size_t size;
+  if (argc < 3 || napi_get_value_int32(env, argv[0], &pid) != napi_ok || napi_get_value_int32(env, argv[1], &fd) != napi_ok ||
+      pid <= 0 || fd < 0 || !get_size(env, argv[2], &size)) {
+    napi_throw_type_error(env, NULL, "open(pid, fd, size): positive integers expected");
+    return NULL;
+  }
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
+  int own = open(path, O_RDWR | O_CLOEXEC);
+  if (own < 0) return throw_errno(env, "open segment");
+  struct stat st;
+  /* Mapping past the end of the file would fault on access: the file must be exactly that large. */
+  if (fstat(own, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != size) {
+    close(own);
+    napi_throw_error(env, NULL, "open segment: not a segment of the announced size");
+    return NULL;
+  }
+  napi_value buffer = map_fd(env, own, size);
+  close(own);
+  return buffer;
+}
+
+static napi_value close_fd(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int32_t fd;
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0) return NULL;
+  close(fd);
+  return NULL;
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  napi_property_descriptor properties[] = {
+      {"create", NULL, create, NULL, NULL, NULL, napi_default, NULL},
+      {"open", NULL, open_segment, NULL, NULL, NULL, napi_default, NULL},
+      {"close", NULL, close_fd, NULL, NULL, NULL, napi_default, NULL},
+  };
+  if (napi_define_properties(env, exports, 3, properties) != napi_ok) return NULL;
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)

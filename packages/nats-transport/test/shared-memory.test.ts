@@ -1,0 +1,160 @@
+import test, { type ExecutionContext } from 'ava';
+import { spawn } from 'node:child_process';
+import { connect as tcpConnect } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { acquireBuffer, bufferPoolStats, releaseBuffer } from '@tensorbus/core/internal';
+import { natsTransport, sharedMemoryStatus, type NatsTransportOptions } from '../src/index.js';
+import type { NatsTransport } from '../src/internal.js';
+import { sharedNatsServer } from '../src/testing/index.js';
+import { isPlusOne, pattern, plusOne } from './fixtures/shm-bytes.js';
+
+const RESPONDER = fileURLToPath(new URL('./fixtures/shm-responder.js', import.meta.url));
+const FOUR_MB = 4 << 20;
+
+function freshNamespace(): string {
+  return `s${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
+}
+
+async function transport(t: ExecutionContext, namespace: string, options: Partial<NatsTransportOptions> = {}): Promise<NatsTransport> {
+  const created = (await natsTransport({ servers: (await sharedNatsServer()).url, namespace, ...options })) as NatsTransport;
+  t.teardown(() => created.close());
+  return created;
+}
+
+/** Serves `svc` in this process as the fixture does in its own. */
+function serveInProcess(responder: NatsTransport): void {
+  responder.subscribe(
+    'svc',
+    (message) => {
+      const answer = plusOne(message.data, acquireBuffer(message.data.byteLength));
+      releaseBuffer(message.data);
+      message.respond(answer);
+    },
+    { exclusive: true },
+  );
+}
+
+/** The responder fixture in its own OS process, ready to serve. */
+async function responderProcess(t: ExecutionContext, namespace: string) {
+  const child = spawn(process.execPath, [RESPONDER, (await sharedNatsServer()).url, namespace], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => child.kill('SIGKILL'));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
+    child.once('exit', (code) => reject(new Error(`responder exited with ${code}`)));
+  });
+  return child;
+}
+
+/** A request in pooled memory (where the codec puts large frames), answered and checked. */
+async function call(requester: NatsTransport, size: number, seed: number, release = true): Promise<{ ok: boolean; reply: Uint8Array }> {
+  const request = pattern(acquireBuffer(size), seed);
+  const sent = Uint8Array.from(request);
+  const reply = await requester.request('svc', request, { timeoutMs: 30_000 });
+  const ok = isPlusOne(reply, sent);
+  if (release) releaseBuffer(reply);
+  return { ok, reply };
+}
+
+test('shared memory - the addon is built here, and says so', (t) => {
+  // CI builds it (npm run build); a machine without a compiler falls back to TCP, tested below.
+  t.deepEqual(sharedMemoryStatus(), { available: true });
+});
+
+test('shared memory - requests and replies between two processes travel as segment references, intact, and segments are reused', async (t) => {
+  const namespace = freshNamespace();
+  await responderProcess(t, namespace);
+  const requester = await transport(t, namespace);
+  t.true((await call(requester, 100, 1)).ok, 'the first request goes through NATS and learns the route');
+  const before = bufferPoolStats().allocated;
+  for (let i = 0; i < 30; i++) t.true((await call(requester, FOUR_MB + i, i)).ok, `request ${i}`);
+  t.like(requester.directStats, { calls: 30, sharedRequests: 30, sharedReplies: 30 });
+  // Each segment comes back once the other side has read it: a handful serve thirty calls.
+  t.true(bufferPoolStats().allocated - before <= 4, `${bufferPoolStats().allocated - before} segments for 30 calls`);
+});
+
+test('shared memory - a reply still held is never overwritten; a dead responder fails the call at once', async (t) => {
+  const namespace = freshNamespace();
+  const child = await responderProcess(t, namespace);
+  const requester = await transport(t, namespace);
+  await call(requester, 100, 1);
+  const held = await call(requester, FOUR_MB, 7, false);
+  const copy = Uint8Array.from(held.reply);
+  for (let i = 0; i < 10; i++) t.true((await call(requester, FOUR_MB, 100 + i)).ok);
+  t.deepEqual(held.reply, copy, 'the responder did not reuse the segment of a reply not given back');
+  releaseBuffer(held.reply);
+
+  const inFlight = requester.request('svc', pattern(acquireBuffer(FOUR_MB), 3), { timeoutMs: 30_000 });
+  child.kill('SIGKILL');
+  const started = Date.now();
+  const error = await t.throwsAsync(inFlight);
+  t.true(['WORKER_UNAVAILABLE'].includes((error as { code?: string }).code ?? ''), `failed with ${String(error)}`);
+  t.true(Date.now() - started < 2_000, 'failed when the connection broke, not at the timeout');
+});
+
+test('shared memory - a responder without it gets the bytes; frames beyond the limit go over TCP', async (t) => {
+  const namespace = freshNamespace();
+  const requester = await transport(t, namespace);
+  const withoutShm = await transport(t, namespace, { direct: { sharedMemory: false } });
+  serveInProcess(withoutShm);
+  await withoutShm.flush();
+  await call(requester, 100, 1);
+  for (let i = 0; i < 3; i++) t.true((await call(requester, FOUR_MB, i)).ok);
+  t.like(requester.directStats, { calls: 3, sharedRequests: 0, sharedReplies: 0 });
+
+  const namespace2 = freshNamespace();
+  const requester2 = await transport(t, namespace2);
+  const responder2 = await transport(t, namespace2);
+  serveInProcess(responder2);
+  await responder2.flush();
+  await call(requester2, 100, 1);
+  t.true((await call(requester2, 80 << 20, 5)).ok, '80 MB, beyond the 64 MB segment limit');
+  t.like(requester2.directStats, { calls: 1, sharedRequests: 0 });
+  t.true((await call(requester2, FOUR_MB, 6)).ok);
+  t.like(requester2.directStats, { calls: 2, sharedRequests: 1, sharedReplies: 1 });
+});
+
+test('shared memory - a reference to memory that is not a segment is refused, and the responder goes on', async (t) => {
+  const namespace = freshNamespace();
+  const requester = await transport(t, namespace);
+  const responder = await transport(t, namespace);
+  serveInProcess(responder);
+  await responder.flush();
+  await call(requester, 100, 1);
+  const [[subject, route]] = [...(requester as unknown as { direct: { routes: Map<string, { host: string; port: number; token: Buffer }> } }).direct.routes];
+  const subjectBytes = Buffer.from(subject!, 'utf8');
+  // OP_CALL_SHM naming pid 1's descriptor 999, then another naming this process's stdin.
+  const forged = (pid: number, fd: number, id: number) => {
+    const frame = Buffer.alloc(1 + 4 + 16 + 2 + subjectBytes.length + 32);
+    frame[0] = 0x05;
+    frame.writeUInt32BE(id, 1);
+    route!.token.copy(frame, 5);
+    frame.writeUInt16BE(subjectBytes.length, 21);
+    subjectBytes.copy(frame, 23);
+    const ref = 23 + subjectBytes.length;
+    frame.writeUInt32BE(pid, ref);
+    frame.writeUInt32BE(fd, ref + 4);
+    frame.writeUInt32BE(1 << 20, ref + 20);
+    frame.writeUInt32BE(1 << 20, ref + 28);
+    return frame;
+  };
+  const statuses = await new Promise<number[]>((resolve, reject) => {
+    const socket = tcpConnect({ host: route!.host, port: route!.port });
+    const got: number[] = [];
+    let buffered = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      while (buffered.length >= 14) {
+        got.push(buffered[5]!);
+        buffered = buffered.subarray(14 + buffered.readUInt32BE(10));
+      }
+      if (got.length === 2) {
+        socket.destroy();
+        resolve(got);
+      }
+    });
+    socket.on('error', reject);
+    socket.write(Buffer.concat([forged(1, 999, 1), forged(process.pid, 0, 2)]));
+  });
+  t.deepEqual(statuses, [0x04, 0x04], 'both refused with "cannot map"');
+  t.true((await call(requester, FOUR_MB, 9)).ok, 'the responder still serves');
+});
