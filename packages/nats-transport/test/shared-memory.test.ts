@@ -11,6 +11,11 @@ import { isPlusOne, pattern, plusOne } from './fixtures/shm-bytes.js';
 const RESPONDER = fileURLToPath(new URL('./fixtures/shm-responder.js', import.meta.url));
 const FOUR_MB = 4 << 20;
 
+/** This process's cache of other processes' segments, by "pid:fd". */
+function mappedSegments(transport: NatsTransport): Map<string, unknown> {
+  return (transport as unknown as { direct: { caller: { segments: { mapped: Map<string, unknown> } } } }).direct.caller.segments.mapped;
+}
+
 function freshNamespace(): string {
   return `s${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
 }
@@ -83,12 +88,15 @@ test('shared memory - a reply still held is never overwritten; a dead responder 
   t.deepEqual(held.reply, copy, 'the responder did not reuse the segment of a reply not given back');
   releaseBuffer(held.reply);
 
+  const mapsOf = (pid: number) => [...mappedSegments(requester).keys()].some((key) => key.startsWith(`${pid}:`));
+  t.true(mapsOf(child.pid!), 'the responder\'s reply segments are mapped here');
   const inFlight = requester.request('svc', pattern(acquireBuffer(FOUR_MB), 3), { timeoutMs: 30_000 });
   child.kill('SIGKILL');
   const started = Date.now();
   const error = await t.throwsAsync(inFlight);
   t.true(['WORKER_UNAVAILABLE'].includes((error as { code?: string }).code ?? ''), `failed with ${String(error)}`);
   t.true(Date.now() - started < 2_000, 'failed when the connection broke, not at the timeout');
+  t.false(mapsOf(child.pid!), 'a dead responder\'s segments are no longer kept mapped');
 });
 
 test('shared memory - a responder without it gets the bytes; frames beyond the limit go over TCP', async (t) => {

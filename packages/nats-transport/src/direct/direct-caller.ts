@@ -82,11 +82,17 @@ export class DirectCaller {
   /** Of those, requests that went as a shared-memory reference, and replies that came as one. */
   sharedRequests = 0;
   sharedReplies = 0;
-  // Calls may take any time: no stall timeout; a dead responder closes the connection.
-  private readonly pool = new ConnectionPool(undefined);
+  // Calls may take any time: no stall timeout; a dead responder closes the connection,
+  // and its segments are no longer kept mapped here.
+  private readonly pool = new ConnectionPool(undefined, (_endpoint, connection) => {
+    const pid = this.responders.get(connection);
+    if (pid !== undefined) this.segments?.forgetProcess(pid);
+  });
   private readonly self = hostId();
   /** Data ports whose process cannot map this one's segments. */
   private readonly noSharedMemory = new Set<string>();
+  /** The process behind each connection that sent replies in shared memory. */
+  private readonly responders = new WeakMap<PeerConnection, number>();
 
   /**
    * @param offer offers a large payload on this process's data port (for the
@@ -172,6 +178,7 @@ export class DirectCaller {
     if (replyRef) {
       this.calls++;
       this.sharedReplies++;
+      this.responders.set(connection, replyRef.pid);
       const giveBack = () => connection.send(releaseFrame(replyRef));
       try {
         return this.segments!.receive(replyRef, giveBack);

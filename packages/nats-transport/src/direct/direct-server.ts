@@ -62,6 +62,8 @@ export class DirectServer {
   private readonly routes = new Map<string, { subject: string; handler: RouteHandler }>();
   /** Each connection's replies lent in shared memory, by segment id, until given back. */
   private readonly sockets = new Map<Socket, Map<string, Uint8Array>>();
+  /** The processes whose segments each connection brought. */
+  private readonly peers = new WeakMap<Socket, Set<number>>();
   private port = 0;
   private fetcher: Fetcher | undefined;
   private segments: SharedSegments | undefined;
@@ -153,6 +155,7 @@ export class DirectServer {
       // The requester is gone: nothing it was lent can still be read through this connection.
       for (const answer of lent.values()) releaseBuffer(answer);
       lent.clear();
+      for (const pid of this.peers.get(socket) ?? []) this.segments?.forgetProcess(pid);
     });
   }
 
@@ -195,6 +198,9 @@ export class DirectServer {
     try {
       if (!this.segments) throw new Error('no shared memory here');
       data = this.segments.receive(ref, () => this.giveBack(socket, ref));
+      let pids = this.peers.get(socket);
+      if (!pids) this.peers.set(socket, (pids = new Set()));
+      pids.add(ref.pid);
     } catch {
       this.reply(socket, id, REPLY_NO_SHM, new Uint8Array(0));
       return;

@@ -199,8 +199,11 @@ export class PeerConnection {
 export class ConnectionPool {
   private readonly connections = new Map<string, PeerConnection>();
 
-  /** @param onBroken told of the endpoint of each connection that breaks */
-  constructor(private readonly stallTimeoutMs: number | undefined, private readonly onBroken: (endpoint: string) => void = () => undefined) {}
+  /** @param onBroken told of the endpoint of each connection that breaks, and the connection */
+  constructor(
+    private readonly stallTimeoutMs: number | undefined,
+    private readonly onBroken: (endpoint: string, connection: PeerConnection) => void = () => undefined,
+  ) {}
 
   /** The connection to `host:port`. */
   get(host: string, port: number): PeerConnection {
@@ -209,7 +212,7 @@ export class ConnectionPool {
     if (!connection || connection.broken) {
       const fresh: PeerConnection = new PeerConnection(endpoint, host, port, this.stallTimeoutMs, () => {
         if (this.connections.get(endpoint) === fresh) this.connections.delete(endpoint);
-        this.onBroken(endpoint);
+        this.onBroken(endpoint, fresh);
       });
       this.connections.set(endpoint, (connection = fresh));
     }

@@ -129,6 +129,15 @@ export class SharedSegments implements BufferSource {
     return view;
   }
 
+  /**
+   * Drops the cached mappings of process `pid` (its connection closed): each
+   * is unmapped once no view of it is left, so a peer that went away does not
+   * keep its memory alive through this process.
+   */
+  forgetProcess(pid: number): void {
+    for (const [key, entry] of this.mapped) if (key.startsWith(`${pid}:`)) this.forget(key, entry.buffer);
+  }
+
   private map(ref: SegmentRef): ArrayBuffer {
     const key = `${ref.pid}:${ref.fd}`;
     const cached = this.mapped.get(key);
