@@ -6,7 +6,7 @@ import { acquireBuffer, bufferPoolStats, releaseBuffer } from '@tensorbus/core/i
 import { natsTransport, sharedMemoryStatus, type NatsTransportOptions } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
 import { sharedNatsServer } from '../src/testing/index.js';
-import { isPlusOne, pattern, plusOne } from './fixtures/shm-bytes.js';
+import { answerPlusOne, isPlusOne, pattern } from './fixtures/shm-bytes.js';
 
 const RESPONDER = fileURLToPath(new URL('./fixtures/shm-responder.js', import.meta.url));
 const FOUR_MB = 4 << 20;
@@ -28,15 +28,7 @@ async function transport(t: ExecutionContext, namespace: string, options: Partia
 
 /** Serves `svc` in this process as the fixture does in its own. */
 function serveInProcess(responder: NatsTransport): void {
-  responder.subscribe(
-    'svc',
-    (message) => {
-      const answer = plusOne(message.data, acquireBuffer(message.data.byteLength));
-      releaseBuffer(message.data);
-      message.respond(answer);
-    },
-    { exclusive: true },
-  );
+  responder.subscribe('svc', answerPlusOne, { exclusive: true });
 }
 
 /** The responder fixture in its own OS process, ready to serve. */

@@ -77,6 +77,9 @@ for (const id of selected) {
 const tensorbusCaller = systems.find((s) => s.id.startsWith('tensorbus'))?.caller;
 const tfjsBackend = tensorbusCaller ? await tensorbusCaller.request<string>('backend') : undefined;
 if (tfjsBackend) console.log(`TensorFlow.js backend of the tensorbus processes: ${tfjsBackend}`);
+const natsCaller = systems.find((s) => s.id === 'tensorbus-nats')?.caller;
+const sameHostPath = natsCaller ? await natsCaller.request<string>('sameHost') : undefined;
+if (sameHostPath) console.log(`tensorbus over NATS, calls between its two processes: ${sameHostPath}`);
 
 const tensorCounts = async () => {
   const counts: Record<string, unknown> = {};
@@ -168,6 +171,7 @@ const report: BenchReport & { liveTensors: Record<string, unknown> } = {
   machine: { ...machine, loadEnd: loadNow() },
   versions: versionInfo,
   tfjsBackend,
+  sameHostPath,
   natsMaxPayload: nats ? NATS_MAX_PAYLOAD : undefined,
   systems: selected,
   missing,

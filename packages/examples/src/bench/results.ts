@@ -64,6 +64,8 @@ export interface BenchReport {
   machine: Record<string, unknown>;
   versions: Record<string, string | undefined>;
   tfjsBackend: string | undefined;
+  /** How tensorbus's two NATS processes reach each other beside the bus: shared memory or TCP. */
+  sameHostPath: string | undefined;
   natsMaxPayload: number | undefined;
   systems: SystemId[];
   missing: MissingSystem[];

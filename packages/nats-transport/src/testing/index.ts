@@ -23,6 +23,7 @@ import { startNatsServer, type NatsServer, type NatsServerOptions } from '../ser
 export { startNatsServer, type NatsServer, type NatsServerOptions } from '../server/start-nats-server.js';
 export { startNatsCluster, type NatsCluster } from '../server/cluster.js';
 export { freePort } from '../server/free-port.js';
+export { exitWithParent } from './exit-with-parent.js';
 
 /** Options of {@link TransportKind.create}. */
 export interface CreateOptions extends Partial<NatsTransportOptions> {

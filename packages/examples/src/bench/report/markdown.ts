@@ -47,7 +47,7 @@ export function renderMarkdown(report: BenchReport, targets: TargetOutcome[]): s
     '',
     `${report.quick ? 'Quick (smoke-test) run' : 'Full run'} of \`${report.command}\`, ${report.started}, ${report.seconds.toFixed(0)} s.`,
     `Machine: ${String(report.machine.cpus)}, ${String(report.machine.memory)}, ${String(report.machine.os)}; Node ${String(report.versions.node)}; ` +
-      `TensorFlow.js backend \`${report.tfjsBackend ?? 'n/a'}\`; nats-server ${report.versions['nats-server'] ?? 'n/a'} (max_payload ${report.natsMaxPayload ? formatMB(report.natsMaxPayload) : 'n/a'}); ` +
+      `TensorFlow.js backend \`${report.tfjsBackend ?? 'n/a'}\`; tensorbus NATS processes reach each other through ${report.sameHostPath ?? 'n/a'}; nats-server ${report.versions['nats-server'] ?? 'n/a'} (max_payload ${report.natsMaxPayload ? formatMB(report.natsMaxPayload) : 'n/a'}); ` +
       `PyTorch ${report.versions.torch ?? 'missing'}. Load average at start ${String(report.machine.loadStart)}, at end ${String(report.machine.loadEnd)}.`,
     '',
     'Round trips are medians of sequential calls after a warm-up (µs/ms); rates are medians of rounds (calls/s).',

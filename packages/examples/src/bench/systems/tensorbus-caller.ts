@@ -7,11 +7,11 @@
  *                       in-process transport
  *
  * Answers the commands latency, rate, rref, autograd, growth (local only:
- * N more caller agents in this process), backend, tensors.
+ * N more caller agents in this process), backend, sameHost, tensors.
  * @module
  */
 import { localTransport, tensorBackend, tf } from '@tensorbus/core';
-import { natsTransport } from '@tensorbus/nats-transport';
+import { natsTransport, sharedMemoryStatus } from '@tensorbus/nats-transport';
 import { initRpc, type RpcAgent } from '@tensorbus/actors';
 import { argValue, serveCommands } from '../process/child-channel.js';
 import { callForDuration, type LatencyPlan, type RatePlan } from '../stats.js';
@@ -57,6 +57,11 @@ serveCommands(
       return localGrowth(p);
     },
     backend: () => tensorBackend(),
+    sameHost: () => {
+      if (transportKind !== 'nats') return 'n/a (one process)';
+      const { available, reason } = sharedMemoryStatus();
+      return available ? 'shared memory' : `TCP (${reason})`;
+    },
     tensors: async () => ({ caller: tf.memory().numTensors, callee: await driver.rpcSync(CALLEE, liveTensors, []) }),
   },
   { pid: process.pid },
