@@ -173,9 +173,11 @@ export class DirectCaller {
       markReceived(body);
       return body;
     }
-    const replyRef = status === REPLY_SHM && body.byteLength === SEGMENT_REF_BYTES ? readSegmentRef(Buffer.from(body.buffer, body.byteOffset, body.byteLength), 0) : undefined;
-    releaseBuffer(body);
-    if (replyRef) {
+    if (status === REPLY_SHM) {
+      const replyRef = body.byteLength === SEGMENT_REF_BYTES ? readSegmentRef(Buffer.from(body.buffer, body.byteOffset, body.byteLength), 0) : undefined;
+      releaseBuffer(body);
+      // The request ran: whatever is wrong with its reply, it must not be sent again.
+      if (!replyRef) throw new TransportError(`the responder of '${subject}' sent a malformed shared-memory reply`);
       this.calls++;
       this.sharedReplies++;
       this.responders.set(connection, replyRef.pid);
@@ -187,6 +189,7 @@ export class DirectCaller {
         throw new TransportError(`cannot map the reply of '${subject}' in shared memory: ${(error as Error).message}`, { cause: error });
       }
     }
+    releaseBuffer(body);
     // Refused: the responder never read the request, which is still this transport's to send.
     connection.unlend(ref);
     if (status === REPLY_NO_SHM) return undefined;

@@ -73,8 +73,6 @@ export class DirectPlane {
     return new DirectPlane(await DirectServer.start(options), idleTimeoutMs, segments);
   }
 
-
-
   /** Payloads at least this large are offered on the data plane. */
   get minBytes(): number {
     return this.server.minBytes;

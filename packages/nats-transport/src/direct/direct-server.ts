@@ -5,7 +5,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
-import { SEGMENT_REF_BYTES, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
+import { segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import {
   DEFAULT_DIRECT_MIN_BYTES,
   formatOffer,
@@ -220,9 +220,7 @@ export class DirectServer {
       if (ref) {
         // Lent to the requester until it gives the segment back (or the connection closes).
         this.sockets.get(socket)?.set(ref.id, answer);
-        const body = Buffer.allocUnsafe(SEGMENT_REF_BYTES);
-        writeSegmentRef(body, 0, ref);
-        this.reply(socket, id, REPLY_SHM, body);
+        this.reply(socket, id, REPLY_SHM, segmentRefBytes(ref));
         return true;
       }
       // The transport owns what it sends: once the socket has the answer, its memory can be reused.
@@ -233,10 +231,7 @@ export class DirectServer {
 
   /** Tells the requester its segment `ref` is no longer read here. */
   private giveBack(socket: Socket, ref: SegmentRef): void {
-    if (socket.destroyed) return;
-    const body = Buffer.allocUnsafe(SEGMENT_REF_BYTES);
-    writeSegmentRef(body, 0, ref);
-    this.reply(socket, 0, REPLY_RELEASE, body);
+    if (!socket.destroyed) this.reply(socket, 0, REPLY_RELEASE, segmentRefBytes(ref));
   }
 
   /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */

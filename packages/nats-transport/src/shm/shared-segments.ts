@@ -43,6 +43,13 @@ export function writeSegmentRef(target: Buffer, offset: number, ref: SegmentRef)
   target.writeUInt32BE(ref.length >>> 0, offset + 28);
 }
 
+/** `ref` on its own, as a frame body. */
+export function segmentRefBytes(ref: SegmentRef): Buffer {
+  const body = Buffer.allocUnsafe(SEGMENT_REF_BYTES);
+  writeSegmentRef(body, 0, ref);
+  return body;
+}
+
 /** Reads a reference written by {@link writeSegmentRef}. */
 export function readSegmentRef(source: Buffer, offset: number): SegmentRef {
   return {
