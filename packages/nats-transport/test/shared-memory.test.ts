@@ -91,6 +91,27 @@ test('shared memory - a reply still held is never overwritten; a dead responder 
   t.false(mapsOf(child.pid!), 'a dead responder\'s segments are no longer kept mapped');
 });
 
+test('shared memory - a reply dropped without a release is given back once collected', async (t) => {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc (the ava config sets it)');
+  const namespace = freshNamespace();
+  const requester = await transport(t, namespace);
+  const responder = await transport(t, namespace);
+  serveInProcess(responder);
+  await responder.flush();
+  await call(requester, 100, 1);
+  const before = bufferPoolStats().allocated;
+  for (let i = 0; i < 12; i++) {
+    // The reply is checked and dropped, never released: a raw user, or tensors that view it.
+    t.true((await call(requester, FOUR_MB, i, false)).ok);
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  t.like(requester.directStats, { sharedReplies: 12 });
+  // Without the collection hand-back every reply would keep its segment: twelve more.
+  t.true(bufferPoolStats().allocated - before <= 5, `${bufferPoolStats().allocated - before} segments for 12 calls`);
+});
+
 test('shared memory - a responder without it gets the bytes; frames beyond the limit go over TCP', async (t) => {
   const namespace = freshNamespace();
   const requester = await transport(t, namespace);
