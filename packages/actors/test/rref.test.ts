@@ -1,7 +1,7 @@
 import test from 'ava';
 import { RemoteError, RpcTimeoutError, RRefError, tf, UnknownFunctionError } from '@tensorbus/core';
 import { RRef, type RpcAgent } from '../src/index.js';
-import { addNumbers, Counter, echo, sleep } from './fixtures/functions.js';
+import { addNumbers, Counter, echo, sleep, sleepsFinished } from './fixtures/functions.js';
 import { confirmedInCallee, failToCreate, forwardChain, Holder, makeLocal, rrefAdd, rrefInfo, rrefValue, sumNested } from './fixtures/rref-functions.js';
 import { eventually, startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
@@ -166,10 +166,13 @@ for (const kind of transportKinds()) {
     await tt.throwsAsync((failed as RRef<any>).rpcSync().anything(), { code: 'RREF_CREATION_FAILED' });
     const unknown = a!.remote('b', 'no.such.function', []);
     await tt.throwsAsync(unknown.toHere(), { code: 'RREF_CREATION_FAILED' });
-    const slow = a!.remote('b', sleep, [400, 'late'], { timeoutMs: 50 });
+    const late = `late-${kind.name}`;
+    const slow = a!.remote('b', sleep, [400, late], { timeoutMs: 50 });
     const timedOut = await tt.throwsAsync(slow.toHere(), { code: 'RREF_CREATION_FAILED' });
     tt.true(timedOut!.cause instanceof RpcTimeoutError);
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    // Once the function has returned (however loaded the machine), its value must not stay.
+    await eventually(() => sleepsFinished.has(late));
+    await eventually(() => b!.rrefStats().owners === 0).catch(() => undefined);
     tt.is(b!.rrefStats().owners, 0, 'the value made after the timeout was dropped');
     await Promise.all([failed.release(), unknown.release(), slow.release()]);
     await allReleased(agents);

@@ -24,8 +24,17 @@ test('nats - a request crosses a 3-node cluster', async (t) => {
   const c = await natsTransport({ servers: cluster.urls[2], namespace: 'cl' });
   c.subscribe('echo', (m) => m.respond(m.data));
   await c.flush();
-  await new Promise((resolve) => setTimeout(resolve, 200));
-  t.deepEqual([...(await a.request('echo', new Uint8Array([4, 2]), { timeoutMs: 5_000 }))], [4, 2]);
+  // The subscription's interest reaches the other nodes a moment later: ask until it has.
+  let echoed: Uint8Array | undefined;
+  for (let attempt = 0; !echoed; attempt++) {
+    try {
+      echoed = await a.request('echo', new Uint8Array([4, 2]), { timeoutMs: 5_000 });
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'WORKER_UNAVAILABLE' || attempt === 50) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  t.deepEqual([...echoed], [4, 2]);
   const big = new Uint8Array(3_000_000).fill(5);
   t.is((await a.request('echo', big, { timeoutMs: 30_000 })).byteLength, big.byteLength, 'chunked across the cluster');
   await Promise.all([a.close(), c.close()]);
