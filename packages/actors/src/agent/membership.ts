@@ -7,9 +7,9 @@
  *   it. The joiner listens for `joinSettleMs` counted from the moment its own
  *   `hello` comes back through the bus, then sends itself a `sync` through the
  *   bus and waits for it (so a slow bus or a busy event loop cannot use up the
- *   window). Two joiners of one name: the greater instance
- *   id gives up. A joiner against a worker that already holds the name: the
- *   holder answers with a heartbeat and the joiner gives up.
+ *   window). Two joiners of one name: the greater instance id gives up. A
+ *   joiner against a worker that already holds the name: the holder answers
+ *   with a heartbeat and the joiner gives up.
  * - heartbeats: every worker broadcasts `hb` every `heartbeatMs`; a worker not
  *   heard from for `failureTimeoutMs` is declared failed (while this worker's
  *   own connection is up) and `gone$` fires so pending calls fail fast.
@@ -248,7 +248,6 @@ export class Membership {
       this.onRival(message);
       return;
     }
-    if (message.n === this.name) return;
     this.touch(message.n, message.inst, message.id, message.t);
     if (this.worldSize === undefined && this.heartbeat && message.id === this.id && this.id >= 0) {
       // Two dynamic workers picked one id: the later joiner moves.
