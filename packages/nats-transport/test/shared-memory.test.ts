@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { acquireBuffer, bufferPoolStats, releaseBuffer } from '@tensorbus/core/internal';
 import { natsTransport, sharedMemoryStatus, type NatsTransportOptions } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
+import { MAX_OWN_SEGMENTS, SharedSegments } from '../src/shm/shared-segments.js';
 import { sharedNatsServer } from '../src/testing/index.js';
 import { answerPlusOne, isPlusOne, pattern } from './fixtures/shm-bytes.js';
 
@@ -133,6 +134,30 @@ test('shared memory - a responder without it gets the bytes; frames beyond the l
   t.like(requester2.directStats, { calls: 1, sharedRequests: 0 });
   t.true((await call(requester2, FOUR_MB, 6)).ok);
   t.like(requester2.directStats, { calls: 2, sharedRequests: 1, sharedReplies: 1 });
+});
+
+test('shared memory - own segments are bounded by frame size, bytes and descriptors; beyond, heap memory', (t) => {
+  let descriptors = 0;
+  const binding = {
+    create: (size: number): [number, ArrayBuffer] => [++descriptors, new ArrayBuffer(size)],
+    open: () => {
+      throw new Error('not used');
+    },
+    close: () => undefined,
+  };
+  const segments = new SharedSegments(binding, 1 << 20, 8 << 20);
+  t.is(segments.allocate(2 << 20), undefined, 'a frame beyond maxFrameBytes');
+  const eight = Array.from({ length: 8 }, () => segments.allocate(1 << 20));
+  t.true(eight.every((b) => b?.byteLength === 1 << 20));
+  t.is(segments.allocate(1 << 20), undefined, 'over the byte budget');
+  t.like(segments.refOf(new Uint8Array(eight[0]!, 0, 100)), { pid: process.pid, fd: 1, size: 1 << 20, length: 100 });
+  t.is(segments.refOf(new Uint8Array(eight[0]!, 8, 100)), undefined, 'only frames at the start of a segment');
+  t.is(segments.refOf(new Uint8Array(100)), undefined, 'heap memory is no segment');
+
+  const many = new SharedSegments(binding, 1 << 20, 2 ** 40);
+  const held = Array.from({ length: MAX_OWN_SEGMENTS }, () => many.allocate(4096));
+  t.true(held.every((b) => b !== undefined));
+  t.is(many.allocate(4096), undefined, `no more than ${MAX_OWN_SEGMENTS} descriptors`);
 });
 
 test('shared memory - a reference to memory that is not a segment is refused, and the responder goes on', async (t) => {

@@ -31,6 +31,8 @@ export const SEGMENT_REF_BYTES = 32;
 export const DEFAULT_SHM_MAX_FRAME_BYTES = 64 * 2 ** 20;
 /** Default bound of this process's own segments, and of the others' it keeps mapped. */
 export const DEFAULT_SHM_BUDGET_BYTES = 2 ** 30;
+/** Each own segment holds a file descriptor: at most this many at once. */
+export const MAX_OWN_SEGMENTS = 256;
 
 /** Writes `ref` at `offset`. */
 export function writeSegmentRef(target: Buffer, offset: number, ref: SegmentRef): void {
@@ -70,10 +72,12 @@ interface OwnSegment {
 export class SharedSegments implements BufferSource {
   private readonly own = new WeakMap<ArrayBuffer, OwnSegment>();
   private ownBytes = 0;
+  private ownCount = 0;
   /** Closes a segment's descriptor once its memory is collected. */
   private readonly ownCollected = new FinalizationRegistry<{ fd: number; size: number }>(({ fd, size }) => {
     this.binding.close(fd);
     this.ownBytes -= size;
+    this.ownCount--;
   });
   /** Others' segments by "pid:fd", least recently used first. */
   private readonly mapped = new Map<string, { id: string; buffer: ArrayBuffer }>();
@@ -88,9 +92,13 @@ export class SharedSegments implements BufferSource {
     private readonly budgetBytes = DEFAULT_SHM_BUDGET_BYTES,
   ) {}
 
-  /** A fresh segment for the buffer pool, or undefined (too large, over budget, or refused by the system). */
+  /**
+   * A fresh segment for the buffer pool, or undefined (too large, over the
+   * budget of bytes or of descriptors, or refused by the system): the pool
+   * then takes heap memory, which travels over TCP.
+   */
   allocate(bytes: number): ArrayBuffer | undefined {
-    if (bytes > this.maxFrameBytes || this.ownBytes + bytes > this.budgetBytes) return undefined;
+    if (bytes > this.maxFrameBytes || this.ownBytes + bytes > this.budgetBytes || this.ownCount >= MAX_OWN_SEGMENTS) return undefined;
     let fd: number;
     let buffer: ArrayBuffer;
     try {
@@ -100,6 +108,7 @@ export class SharedSegments implements BufferSource {
     }
     this.own.set(buffer, { fd, id: randomBytes(8).toString('hex') });
     this.ownBytes += bytes;
+    this.ownCount++;
     this.ownCollected.register(buffer, { fd, size: bytes });
     return buffer;
   }
