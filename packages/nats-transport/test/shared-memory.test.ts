@@ -27,9 +27,15 @@ async function transport(t: ExecutionContext, namespace: string, options: Partia
   return created;
 }
 
-/** Serves `svc` in this process as the fixture does in its own. */
-function serveInProcess(responder: NatsTransport): void {
+/** A requester and a responder serving `svc` in this process, as the fixture does in its own; the route is learnt. */
+async function inProcessPair(t: ExecutionContext, responderOptions: Partial<NatsTransportOptions> = {}) {
+  const namespace = freshNamespace();
+  const requester = await transport(t, namespace);
+  const responder = await transport(t, namespace, responderOptions);
   responder.subscribe('svc', answerPlusOne, { exclusive: true });
+  await responder.flush();
+  await call(requester, 100, 1);
+  return { requester, responder };
 }
 
 /** The responder fixture in its own OS process, ready to serve. */
@@ -96,12 +102,7 @@ test('shared memory - a reply still held is never overwritten; a dead responder 
 test.serial('shared memory - a reply dropped without a release is given back once collected', async (t) => {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('run with --expose-gc (the ava config sets it)');
-  const namespace = freshNamespace();
-  const requester = await transport(t, namespace);
-  const responder = await transport(t, namespace);
-  serveInProcess(responder);
-  await responder.flush();
-  await call(requester, 100, 1);
+  const { requester } = await inProcessPair(t);
   const before = bufferPoolStats().allocated;
   for (let i = 0; i < 12; i++) {
     // The reply is checked and dropped, never released: a raw user, or tensors that view it.
@@ -115,21 +116,11 @@ test.serial('shared memory - a reply dropped without a release is given back onc
 });
 
 test('shared memory - a responder without it gets the bytes; frames beyond the limit go over TCP', async (t) => {
-  const namespace = freshNamespace();
-  const requester = await transport(t, namespace);
-  const withoutShm = await transport(t, namespace, { direct: { sharedMemory: false } });
-  serveInProcess(withoutShm);
-  await withoutShm.flush();
-  await call(requester, 100, 1);
+  const { requester } = await inProcessPair(t, { direct: { sharedMemory: false } });
   for (let i = 0; i < 3; i++) t.true((await call(requester, FOUR_MB, i)).ok);
   t.like(requester.directStats, { calls: 3, sharedRequests: 0, sharedReplies: 0 });
 
-  const namespace2 = freshNamespace();
-  const requester2 = await transport(t, namespace2);
-  const responder2 = await transport(t, namespace2);
-  serveInProcess(responder2);
-  await responder2.flush();
-  await call(requester2, 100, 1);
+  const { requester: requester2 } = await inProcessPair(t);
   t.true((await call(requester2, 80 << 20, 5)).ok, '80 MB, beyond the 64 MB segment limit');
   t.like(requester2.directStats, { calls: 1, sharedRequests: 0 });
   t.true((await call(requester2, FOUR_MB, 6)).ok);
@@ -161,12 +152,7 @@ test('shared memory - own segments are bounded by frame size, bytes and descript
 });
 
 test('shared memory - a reference to memory that is not a segment is refused, and the responder goes on', async (t) => {
-  const namespace = freshNamespace();
-  const requester = await transport(t, namespace);
-  const responder = await transport(t, namespace);
-  serveInProcess(responder);
-  await responder.flush();
-  await call(requester, 100, 1);
+  const { requester } = await inProcessPair(t);
   const [[subject, route]] = [...(requester as unknown as { direct: { routes: Map<string, { host: string; port: number; token: Buffer }> } }).direct.routes];
   const subjectBytes = Buffer.from(subject!, 'utf8');
   // OP_CALL_SHM naming pid 1's descriptor 999, then another naming this process's stdin.

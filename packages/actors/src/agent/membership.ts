@@ -27,6 +27,7 @@ import {
   type Transport,
   type TransportSubscription,
 } from '@tensorbus/core';
+import { waitAtMost } from '@tensorbus/core/internal';
 import type { WorkerInfo } from '../worker-info.js';
 import type { ControlChannel, ControlMessage } from './control.js';
 import { MEMBERS_SUBJECT } from './subjects.js';
@@ -205,11 +206,9 @@ export class Membership {
    * ECHO_LIMIT_MS on a transport that does not echo.
    */
   private async announceThroughBus(kind: 'hello' | 'sync'): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
     const echoed = new Promise<void>((resolve) => (this.awaitedEcho = { kind, resolve }));
     this.announce(kind);
-    await Promise.race([echoed, new Promise<void>((resolve) => (timer = setTimeout(resolve, ECHO_LIMIT_MS)))]);
-    clearTimeout(timer);
+    await waitAtMost(echoed, ECHO_LIMIT_MS);
     this.awaitedEcho = undefined;
   }
 

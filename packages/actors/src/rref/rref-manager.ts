@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RRefError, WorkerUnavailableError, type TensorbusError } from '@tensorbus/core';
-import { errorFromWire, type WireError } from '@tensorbus/core/internal';
+import { errorFromWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
 import type { CallOptions, WireContext } from '../agent/call-client.js';
 import type { ControlMessage } from '../agent/control.js';
 import type { RpcAgent } from '../agent/rpc-agent.js';
@@ -226,10 +226,7 @@ export class RRefManager implements RRefHost {
   /** Releases every user fork (on shutdown), waiting at most `timeoutMs`. */
   async releaseAll(timeoutMs: number): Promise<void> {
     const all = [...this.users.values()].map((state) => this.releaseUser(state).catch(() => undefined));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all(all), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-    // A pending timer would keep the process alive for timeoutMs after shutdown.
-    clearTimeout(timer);
+    await waitAtMost(Promise.all(all), timeoutMs);
   }
 
   /** Forgets everything (after shutdown). */

@@ -9,7 +9,6 @@ import { readSegmentRef, SEGMENT_REF_BYTES, writeSegmentRef, type SegmentRef, ty
 import {
   CALL_HEAD_BYTES,
   hostId,
-  isLoopback,
   OP_CALL,
   OP_CALL_PULLED,
   OP_CALL_SHM,
@@ -17,6 +16,7 @@ import {
   REPLY_NO_SHM,
   REPLY_OK,
   REPLY_SHM,
+  reachableFromHere,
   writeSize,
   type DirectOffer,
 } from './direct-protocol.js';
@@ -106,7 +106,7 @@ export class DirectCaller {
 
   /** True when `route` can be used from here (a loopback endpoint only on the same host). */
   usable(route: DirectOffer): boolean {
-    return !(isLoopback(route.host) && route.hostId !== this.self);
+    return reachableFromHere(route);
   }
 
   /**

@@ -5,7 +5,7 @@
  */
 import { TransportError } from '@tensorbus/core';
 import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
-import { getFrame, hostId, isLoopback, REPLY_OK, type DirectOffer } from './direct-protocol.js';
+import { getFrame, reachableFromHere, REPLY_OK, type DirectOffer } from './direct-protocol.js';
 import { ConnectionPool } from './peer-connection.js';
 
 /** How long an endpoint that failed is not tried again, ms. */
@@ -17,7 +17,6 @@ export class DirectClient {
   fetched = 0;
   private readonly failedUntil = new Map<string, number>();
   private readonly pool: ConnectionPool;
-  private readonly self = hostId();
 
   /** @param stallTimeoutMs a fetch that makes no progress for this long fails */
   constructor(stallTimeoutMs: number) {
@@ -26,7 +25,7 @@ export class DirectClient {
 
   /** True when `offer` can be tried from here (a loopback endpoint only on the same host). */
   reachable(offer: DirectOffer): boolean {
-    if (isLoopback(offer.host) && offer.hostId !== this.self) return false;
+    if (!reachableFromHere(offer)) return false;
     const until = this.failedUntil.get(`${offer.host}:${offer.port}`);
     return until === undefined || until < Date.now();
   }

@@ -190,3 +190,8 @@ export function parseOffer(value: string | undefined): DirectOffer | undefined {
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host.startsWith('127.') || host === '::1';
 }
+
+/** True when `offer`'s endpoint means the same machine to this process as to its sender (a loopback only on the same host). */
+export function reachableFromHere(offer: DirectOffer): boolean {
+  return !(isLoopback(offer.host) && offer.hostId !== hostId());
+}

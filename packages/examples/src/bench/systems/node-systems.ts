@@ -49,6 +49,16 @@ function system(id: SystemId, caller: BenchChild, servers: BenchChild[], kinds: 
   };
 }
 
+/** A peer made of a server process and a client process that calls it on the server's port. */
+async function clientServer(id: SystemId, serverLabel: string, serverScript: string, clientLabel: string, clientScript: string): Promise<NodeSystem> {
+  const server = await BenchChild.start({ label: serverLabel, script: serverScript });
+  const caller = await BenchChild.start({ label: clientLabel, script: clientScript, args: ['--port', String(server.info.port)] });
+  return system(id, caller, [server], PEER_KINDS, [
+    { role: 'client', pid: caller.pid },
+    { role: 'server', pid: server.pid },
+  ]);
+}
+
 /** Starts the processes of `id` and resolves once its caller is ready. */
 export async function startNodeSystem(id: Exclude<SystemId, 'pytorch'>, nats: NatsEndpoint | undefined): Promise<NodeSystem> {
   const natsEnv = (): Record<string, string> => {
@@ -78,21 +88,9 @@ export async function startNodeSystem(id: Exclude<SystemId, 'pytorch'>, nats: Na
         { role: 'nats-server', pid: nats!.pid },
       ]);
     }
-    case 'grpc': {
-      const server = await BenchChild.start({ label: 'grpc server', script: 'systems/grpc-server.js' });
-      const caller = await BenchChild.start({ label: 'grpc client', script: 'systems/grpc-client.js', args: ['--port', String(server.info.port)] });
-      return system(id, caller, [server], PEER_KINDS, [
-        { role: 'client', pid: caller.pid },
-        { role: 'server', pid: server.pid },
-      ]);
-    }
-    case 'tcp': {
-      const server = await BenchChild.start({ label: 'tcp echo server', script: 'systems/tcp-echo-server.js' });
-      const caller = await BenchChild.start({ label: 'tcp client', script: 'systems/tcp-client.js', args: ['--port', String(server.info.port)] });
-      return system(id, caller, [server], PEER_KINDS, [
-        { role: 'client', pid: caller.pid },
-        { role: 'server', pid: server.pid },
-      ]);
-    }
+    case 'grpc':
+      return clientServer(id, 'grpc server', 'systems/grpc-server.js', 'grpc client', 'systems/grpc-client.js');
+    case 'tcp':
+      return clientServer(id, 'tcp echo server', 'systems/tcp-echo-server.js', 'tcp client', 'systems/tcp-client.js');
   }
 }
