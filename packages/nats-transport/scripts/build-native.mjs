@@ -28,13 +28,22 @@ function build() {
   const headers = headerDir();
   if (!headers) return "Node's headers (node_api.h) not found: install them (Debian: apt-get install libnode-dev) for the shared-memory data plane; same-host transfers use TCP";
   mkdirSync(dirname(outputFile), { recursive: true });
-  const compiler = process.env.CC || 'cc';
-  try {
-    execFileSync(compiler, ['-O2', '-Wall', '-shared', '-fPIC', '-DNODE_GYP_MODULE_NAME=tensorbus_shm', '-DNAPI_VERSION=8', `-I${headers}`, sourceFile, '-o', outputFile], { stdio: ['ignore', 'ignore', 'pipe'] });
-  } catch (error) {
-    const why = error.code === 'ENOENT' ? `no C compiler ('${compiler}')` : String(error.stderr || error.message).trim().split('\n')[0];
-    return `cannot build the shared-memory addon: ${why}; same-host transfers use TCP (install a C compiler, e.g. apt-get install gcc, and rebuild)`;
+  const flags = ['-O2', '-Wall', '-shared', '-fPIC', '-DNODE_GYP_MODULE_NAME=tensorbus_shm', '-DNAPI_VERSION=8', `-I${headers}`];
+  // The first compiler found builds it; g++ is told the source is C.
+  const compilers = [...(process.env.CC ? [[process.env.CC]] : []), ['cc'], ['gcc'], ['clang'], ['g++', '-x', 'c']];
+  let why = 'no C compiler (cc, gcc, clang or g++)';
+  for (const [compiler, ...language] of compilers) {
+    try {
+      execFileSync(compiler, [...flags, ...language, sourceFile, '-o', outputFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+      why = undefined;
+      break;
+    } catch (error) {
+      if (error.code === 'ENOENT') continue;
+      why = String(error.stderr || error.message).trim().split('\n')[0];
+      break;
+    }
   }
+  if (why) return `cannot build the shared-memory addon: ${why}; same-host transfers use TCP (install a C compiler, e.g. apt-get install gcc, and rebuild)`;
   say(`built the shared-memory addon (${outputFile})`);
   return undefined;
 }
