@@ -11,9 +11,13 @@ export type { TensorBackendName } from './tf.js';
 // Transports
 export { localTransport } from './transport/local-transport.js';
 export type { LocalTransportOptions } from './transport/local-transport.js';
+export { payloadBytes } from './transport/transport.js';
 export type {
   Transport,
   TransportStatus,
+  Payload,
+  DeferredBytes,
+  FrameSink,
   RequestOptions,
   InboundMessage,
   SubscribeOptions,
@@ -24,7 +28,9 @@ export type {
 export { RpcFuture } from './rpc-future.js';
 
 // Wire format
-export { createCodec, defaultCodec } from './codec/codec.js';
+export { createCodec, defaultCodec, STREAM_MIN_BYTES } from './codec/codec.js';
+export type { OutgoingFrame } from './codec/outgoing-frame.js';
+export type { FrameDecoder } from './codec/frame-decoder.js';
 export type { Codec, CodecLimits } from './codec/codec.js';
 export { registerExtension } from './codec/extensions.js';
 export type { CodecExtension } from './codec/extensions.js';

@@ -8,6 +8,7 @@ export { errorFromWire, errorToWire, remoteErrorFrom } from './error-wire.js';
 export type { WireError } from './error-wire.js';
 export { abortError, subjectMatches } from './transport/transport.js';
 export { waitAtMost } from './wait-at-most.js';
+export { OutgoingFrame, releaseOutgoing } from './codec/outgoing-frame.js';
 export { EXT_TENSOR, EXT_MAP, EXT_ERROR } from './codec/codec.js';
 export { HEADER_BYTES, BLOCK_ALIGN, FRAME_VERSION } from './codec/frame.js';
 export { acquireBuffer, releaseBuffer, markReceived, takeReceived, lendForeign, useBufferSource, bufferPoolStats, POOL_MIN_BYTES } from './buffer-pool.js';

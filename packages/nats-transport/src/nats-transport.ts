@@ -14,7 +14,9 @@ import {
   ShutdownError,
   TransportError,
   WorkerUnavailableError,
+  payloadBytes,
   type InboundMessage,
+  type Payload,
   type RequestOptions,
   type SubscribeOptions,
   type Transport,
@@ -70,7 +72,7 @@ export class NatsTransport implements Transport {
     void nc.closed().then(() => this.onClosed());
   }
 
-  request(subject: string, data: Uint8Array, options: RequestOptions = {}): Promise<Uint8Array> {
+  request(subject: string, payload: Payload, options: RequestOptions = {}): Promise<Uint8Array> {
     if (this.closed) return Promise.reject(new ShutdownError('the NATS transport is closed'));
     if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
     const full = this.prefix + subject;
@@ -107,6 +109,8 @@ export class NatsTransport implements Transport {
       }
       const viaBus = () => {
         try {
+          // The bus takes whole frames: a deferred one is read into a buffer now.
+          const data = payloadBytes(payload);
           if (!this.isLarge(data)) {
             this.nc.publish(full, data, { reply });
           } else {
@@ -118,7 +122,7 @@ export class NatsTransport implements Transport {
         }
       };
       if (!this.direct?.hasRoute(full)) return viaBus();
-      this.direct.request(full, data).then(
+      this.direct.request(full, payload, options.replySink).then(
         (answer) => {
           // Not delivered on the route: the bus finds the responder, if there is one.
           if (answer === undefined) return this.pending.has(token) ? viaBus() : undefined;
@@ -153,7 +157,7 @@ export class NatsTransport implements Transport {
           try {
             // Requests that came through another account's service import (replies rewritten to
             // _R_.…) get no route: between accounts, NATS alone decides who may reach whom.
-            this.send(reply, answer, undefined, false, reply.startsWith('_R_.') ? undefined : route?.header);
+            this.send(reply, payloadBytes(answer), undefined, false, reply.startsWith('_R_.') ? undefined : route?.header);
             return true;
           } catch {
             return false;

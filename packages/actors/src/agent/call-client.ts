@@ -10,9 +10,10 @@ import {
   ShutdownError,
   TensorbusError,
   WorkerUnavailableError,
+  type FrameDecoder,
   type Transport,
 } from '@tensorbus/core';
-import { abortError, errorFromWire } from '@tensorbus/core/internal';
+import { abortError, errorFromWire, releaseOutgoing } from '@tensorbus/core/internal';
 import type { CallMeta } from './call-context.js';
 import { CALL, OK, parseReply, type StreamOpen, STREAM } from './call-protocol.js';
 import { callSubject } from './subjects.js';
@@ -94,7 +95,10 @@ export class CallClient {
 
   private async send(to: string, request: unknown[], fn: string, options: CallOptions): Promise<unknown> {
     const context: WireContext = { agent: this.agent, peer: to };
-    const bytes = defaultCodec.encode(request, context);
+    // Large tensors are read out of tensor memory as they are sent, and a large reply is decoded as it arrives.
+    const payload = defaultCodec.encodeOutgoing(request, context);
+    let decoder: FrameDecoder | undefined;
+    const replySink = (byteLength: number) => (decoder = defaultCodec.decoder(byteLength, context));
     const controller = new AbortController();
     const onAbort = () => controller.abort(abortError(options.signal));
     if (options.signal?.aborted) onAbort();
@@ -105,8 +109,8 @@ export class CallClient {
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs();
     this.sentTo[to] = (this.sentTo[to] ?? 0) + 1;
     try {
-      const replyBytes = await this.transport.request(callSubject(to), bytes, { timeoutMs, signal: controller.signal });
-      const reply = parseReply(defaultCodec.decode(replyBytes, context));
+      const replyBytes = await this.transport.request(callSubject(to), payload, { timeoutMs, signal: controller.signal, replySink });
+      const reply = parseReply(decoder ? decoder.result() : defaultCodec.decode(replyBytes, context));
       if (reply[0] === OK) return reply[1];
       throw errorFromWire(reply[1]);
     } catch (error) {
@@ -114,6 +118,9 @@ export class CallClient {
       if ((error as { code?: string }).code === 'WORKER_UNAVAILABLE' && !controller.signal.aborted) this.sentTo[to]!--;
       throw this.explain(error, controller, to, fn, timeoutMs);
     } finally {
+      // A reply still arriving (timed out, aborted) is disposed once in; the request's tensors go once sent.
+      (decoder as FrameDecoder | undefined)?.abandon();
+      releaseOutgoing(payload);
       options.signal?.removeEventListener('abort', onAbort);
       set.delete(controller);
       if (set.size === 0) this.pending.delete(to);

@@ -5,8 +5,8 @@
  * error or drops it; it never crashes.
  * @module
  */
-import { defaultCodec, SerializationError, ShutdownError, type InboundMessage, type Transport, type TransportSubscription } from '@tensorbus/core';
-import { errorToWire, remoteErrorFrom, type WireError } from '@tensorbus/core/internal';
+import { defaultCodec, SerializationError, ShutdownError, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
+import { errorToWire, releaseOutgoing, remoteErrorFrom, type WireError } from '@tensorbus/core/internal';
 import { lookupCallable } from '../registry/functions.js';
 import { disposeTransient } from '../tensors.js';
 import { callScope, type CallMeta } from './call-context.js';
@@ -105,9 +105,10 @@ export class CallServer {
       this.answerError(message, context, remoteErrorFrom(this.name, error));
       return;
     }
-    let bytes: Uint8Array;
+    let bytes: Payload;
     try {
-      bytes = defaultCodec.encode([OK, result], context);
+      // A large result is read out of tensor memory as it is sent (it is kept until then).
+      bytes = defaultCodec.encodeOutgoing([OK, result], context);
     } catch (error) {
       disposeTransient(request.args, result);
       const reason = error instanceof Error ? error.message : String(error);
@@ -119,6 +120,8 @@ export class CallServer {
       message.respond(bytes);
     } catch {
       this.dropped++;
+    } finally {
+      releaseOutgoing(bytes);
     }
   }
 

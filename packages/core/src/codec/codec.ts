@@ -16,11 +16,14 @@ import { Packr } from 'msgpackr';
 import { InvalidArgumentError, SerializationError, TensorbusError } from '../errors.js';
 import { tf } from '../tf.js';
 import { acquireBuffer, releaseBuffer, takeReceived } from '../buffer-pool.js';
+import type { Payload } from '../transport/transport.js';
+import { FrameDecoder } from './frame-decoder.js';
 import { alignUp, HEADER_BYTES, readHeader, writeHeader } from './frame.js';
+import { OutgoingFrame } from './outgoing-frame.js';
 import { encodeState, prepare, type EncodeState } from './prepare.js';
 import { scanEnvelope } from './scan.js';
 import { withSession, type DecodeSession } from './tags.js';
-import { tensorBytes } from './tensor-data.js';
+import { activeBackendIsWasm, tensorBytes } from './tensor-data.js';
 
 export { EXT_ERROR, EXT_MAP, EXT_TENSOR } from './tags.js';
 
@@ -48,8 +51,30 @@ export interface Codec {
    * and may view `bytes` (do not modify them afterwards).
    */
   decode(bytes: Uint8Array, context?: unknown): unknown;
+  /**
+   * Encodes `value` for a transport: as {@link encode} does, except that a
+   * frame holding at least {@link STREAM_MIN_BYTES} of tensor data comes back
+   * as an {@link OutgoingFrame} whose tensor bytes are read only as they are
+   * sent. Release that frame once the request or reply is handed over.
+   */
+  encodeOutgoing(value: unknown, context?: unknown): Payload;
+  /**
+   * A decoder that takes a frame of `byteLength` bytes as it arrives, placing
+   * tensor bytes straight into tensor memory; undefined when that would not
+   * pay (frames under {@link STREAM_MIN_BYTES}, backends other than WASM).
+   */
+  decoder(byteLength: number, context?: unknown): FrameDecoder | undefined;
   readonly limits: Readonly<Required<CodecLimits>>;
 }
+
+const streamMinFromEnv = Number(process.env.TENSORBUS_STREAM_MIN_BYTES);
+/**
+ * Frames with at least this much tensor data are sent and received piece by
+ * piece (default 64 MiB, `TENSORBUS_STREAM_MIN_BYTES`): below it a whole
+ * transfer buffer costs little and same-host calls need the frame whole in
+ * shared memory.
+ */
+export const STREAM_MIN_BYTES = Number.isSafeInteger(streamMinFromEnv) && streamMinFromEnv > 0 ? streamMinFromEnv : 64 * 2 ** 20;
 
 // Objects of any size (variableMapSize), no records or structured-clone references either way.
 // Byte strings are copied out of the frame (copyBuffers), so a decoded value never keeps a frame alive
@@ -137,7 +162,8 @@ export function createCodec(limits: CodecLimits = {}): Codec {
   // (tag, descriptor, shape), as does the end of an error's cause chain.
   const maxLevels = 2 * maxDepth + 3;
 
-  function encode(value: unknown, context?: unknown): Uint8Array {
+  /** Walks and packs `value`: the envelope, and where each tensor block goes. */
+  function layout(value: unknown, context: unknown): { st: EncodeState; envelope: Uint8Array; dataStart: number; total: number } {
     const st = encodeState(context, maxDepth);
     let envelope: Uint8Array;
     try {
@@ -151,11 +177,21 @@ export function createCodec(limits: CodecLimits = {}): Codec {
     const dataStart = st.tensors.length === 0 ? envelopeEnd : alignUp(envelopeEnd);
     const total = dataStart + st.dataBytes;
     if (total > maxMessageBytes) throw tooLarge(total, maxMessageBytes);
+    return { st, envelope, dataStart, total };
+  }
+
+  /** Writes the header, the envelope and the padding after it into `head`. */
+  function writeHead(head: Uint8Array, envelope: Uint8Array, dataStart: number): void {
+    writeHeader(head, envelope.byteLength);
+    head.set(envelope, HEADER_BYTES);
+    head.fill(0, HEADER_BYTES + envelope.byteLength, dataStart);
+  }
+
+  /** The whole frame of a layout, in a (pooled) buffer. */
+  function writeFrame({ st, envelope, dataStart, total }: ReturnType<typeof layout>): Uint8Array {
     const frame = acquireBuffer(total);
-    writeHeader(frame, envelope.byteLength);
-    frame.set(envelope, HEADER_BYTES);
+    writeHead(frame, envelope, dataStart);
     if (st.tensors.length > 0) {
-      frame.fill(0, envelopeEnd, dataStart);
       try {
         writeBlocks(frame, dataStart, st);
       } catch (error) {
@@ -166,12 +202,40 @@ export function createCodec(limits: CodecLimits = {}): Codec {
     return frame;
   }
 
+  function encode(value: unknown, context?: unknown): Uint8Array {
+    return writeFrame(layout(value, context));
+  }
+
+  function encodeOutgoing(value: unknown, context?: unknown): Payload {
+    if (!activeBackendIsWasm()) return encode(value, context);
+    const laid = layout(value, context);
+    if (laid.st.dataBytes < STREAM_MIN_BYTES) return writeFrame(laid);
+    const { st, envelope, dataStart, total } = laid;
+    const head = new Uint8Array(dataStart);
+    writeHead(head, envelope, dataStart);
+    try {
+      return new OutgoingFrame({ head, byteLength: total, tensors: st.tensors, starts: st.offsets.map((offset) => dataStart + offset), lengths: st.lengths });
+    } catch (error) {
+      throw asCodecError(error, 'cannot encode value');
+    }
+  }
+
+  function decoder(byteLength: number, context?: unknown): FrameDecoder | undefined {
+    if (byteLength < STREAM_MIN_BYTES || byteLength > maxMessageBytes || !activeBackendIsWasm()) return undefined;
+    return new FrameDecoder(byteLength, context, {
+      maxLevels,
+      unpack: (s, envelopeEnd) => withSession(s, () => packr.unpack(s.frame.subarray(HEADER_BYTES, envelopeEnd))),
+      decode: (frame) => decode(frame, context),
+      disposeUnreachable,
+    });
+  }
+
   function decode(bytes: Uint8Array, context?: unknown): unknown {
     if (!(bytes instanceof Uint8Array)) throw new SerializationError(`can only decode a Uint8Array, got ${bytes === null ? 'null' : typeof bytes}`);
     if (bytes.byteLength > maxMessageBytes) throw tooLarge(bytes.byteLength, maxMessageBytes);
     const envelopeEnd = readHeader(bytes);
     scanEnvelope(bytes, HEADER_BYTES, envelopeEnd, maxLevels);
-    const s: DecodeSession = { frame: bytes, dataStart: alignUp(envelopeEnd), context, made: [], payloads: [] };
+    const s: DecodeSession = { frame: bytes, frameLength: bytes.byteLength, dataStart: alignUp(envelopeEnd), context, made: [], payloads: [] };
     try {
       const value: unknown = withSession(s, () => packr.unpack(bytes.subarray(HEADER_BYTES, envelopeEnd)));
       if (s.made.length > 0) disposeUnreachable(value, s);
@@ -186,7 +250,7 @@ export function createCodec(limits: CodecLimits = {}): Codec {
     }
   }
 
-  return { encode, decode, limits: Object.freeze(resolved) };
+  return { encode, decode, encodeOutgoing, decoder, limits: Object.freeze(resolved) };
 }
 
 /** The codec with default limits. */

@@ -33,19 +33,28 @@ export function writeHeader(frame: Uint8Array, envelopeLength: number): void {
   frame[7] = (envelopeLength >>> 24) & 0xff;
 }
 
-/** Checks the header and returns where the envelope ends (it starts at {@link HEADER_BYTES}). */
-export function readHeader(frame: Uint8Array): number {
-  if (frame.byteLength < HEADER_BYTES) {
-    throw new SerializationError(`message of ${frame.byteLength} bytes is shorter than the ${HEADER_BYTES}-byte header (truncated?)`);
+/** Checks the first 8 bytes (magic, version, flags) and returns the envelope's length. */
+export function envelopeLength(header: Uint8Array): number {
+  if (header.byteLength < HEADER_BYTES) {
+    throw new SerializationError(`message of ${header.byteLength} bytes is shorter than the ${HEADER_BYTES}-byte header (truncated?)`);
   }
-  if (frame[0] !== MAGIC_0 || frame[1] !== MAGIC_1) throw new SerializationError('message is not a tensorbus frame (bad magic)');
-  if (frame[2] !== FRAME_VERSION) {
-    throw new SerializationError(`unsupported frame version ${frame[2]} (this build reads version ${FRAME_VERSION}): are both sides on the same tensorbus release?`);
+  if (header[0] !== MAGIC_0 || header[1] !== MAGIC_1) throw new SerializationError('message is not a tensorbus frame (bad magic)');
+  if (header[2] !== FRAME_VERSION) {
+    throw new SerializationError(`unsupported frame version ${header[2]} (this build reads version ${FRAME_VERSION}): are both sides on the same tensorbus release?`);
   }
-  if (frame[3] !== 0) throw new SerializationError(`unknown frame flags 0x${frame[3]!.toString(16)}`);
-  const length = (frame[4]! | (frame[5]! << 8) | (frame[6]! << 16)) + frame[7]! * 0x1000000;
-  const end = HEADER_BYTES + length;
+  if (header[3] !== 0) throw new SerializationError(`unknown frame flags 0x${header[3]!.toString(16)}`);
+  const length = (header[4]! | (header[5]! << 8) | (header[6]! << 16)) + header[7]! * 0x1000000;
   if (length === 0) throw new SerializationError('frame has an empty envelope');
-  if (end > frame.byteLength) throw new SerializationError(`envelope of ${length} bytes overruns a ${frame.byteLength}-byte message (truncated?)`);
+  return length;
+}
+
+/**
+ * Checks the header of a frame of `frameLength` bytes (default: all of
+ * `frame`) and returns where the envelope ends (it starts at {@link HEADER_BYTES}).
+ */
+export function readHeader(frame: Uint8Array, frameLength = frame.byteLength): number {
+  const length = envelopeLength(frame);
+  const end = HEADER_BYTES + length;
+  if (end > frameLength) throw new SerializationError(`envelope of ${length} bytes overruns a ${frameLength}-byte message (truncated?)`);
   return end;
 }

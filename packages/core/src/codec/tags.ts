@@ -58,9 +58,30 @@ extKinds[EXT_TYPED_ARRAY] = ExtKind.Data;
 extKinds[EXT_TIMESTAMP] = ExtKind.Data;
 extKinds[EXT_SET] = ExtKind.Prefix;
 
+/** A tensor block of a frame decoded as it arrives, and the tensor memory it goes to. */
+export interface ReservedBlock {
+  start: number;
+  length: number;
+  /** The tensor's memory: a view valid only until the next tfjs call. */
+  bytes(): Uint8Array;
+  bool: boolean;
+}
+
+/** Thrown while decoding an envelope whose frame must be gathered whole before it can be decoded. */
+export class NotStreamable extends Error {}
+
 /** State of the decode running now (decoding is synchronous; nested decodes save and restore it). */
 export interface DecodeSession {
+  /** The frame, or (decoding as it arrives) its header and envelope. */
   frame: Uint8Array;
+  /** Length of the whole frame. */
+  frameLength: number;
+  /**
+   * Decoding as the frame arrives: makes a tensor of `length` bytes at
+   * `start` whose memory the rest of the frame will fill (throws
+   * {@link NotStreamable} where it cannot).
+   */
+  reserve?: (dtype: string, shape: number[], start: number, length: number) => Tensor;
   /** Where the data section starts: the envelope's end rounded up to 8. */
   dataStart: number;
   context: unknown;
@@ -111,10 +132,10 @@ register(EXT_TENSOR, TensorTag, (descriptor) => {
       throw new SerializationError('malformed tensor descriptor (offset and length must be integers, the offset a multiple of 8)');
     }
     const start = s.dataStart + offset;
-    if (byteLength > 0 && start + byteLength > s.frame.byteLength) {
-      throw new SerializationError(`tensor data [${start}, ${start + byteLength}) lies outside the ${s.frame.byteLength}-byte message (truncated?)`);
+    if (byteLength > 0 && start + byteLength > s.frameLength) {
+      throw new SerializationError(`tensor data [${start}, ${start + byteLength}) lies outside the ${s.frameLength}-byte message (truncated?)`);
     }
-    tensor = tensorFromBytes(dtype, shape, s.frame, start, byteLength);
+    tensor = s.reserve ? s.reserve(dtype, shape, start, byteLength) : tensorFromBytes(dtype, shape, s.frame, start, byteLength);
   }
   s.made.push(tensor);
   return tensor;
@@ -147,6 +168,8 @@ onExtension((ext) => {
   userTags.push({ ext, Tag });
   register(ext.type, Tag, (payload) => {
     const s = current();
+    // An extension may read its tensors while it decodes: they must have arrived.
+    if (s.reserve) throw new NotStreamable();
     s.payloads.push(payload);
     return ext.read(payload, s.context);
   });

@@ -37,6 +37,7 @@ export function checkReadable(tensor: Tensor): void {
 interface WasmBackendLike {
   dataIdMap: { get(dataId: object): { memoryOffset?: unknown } | undefined };
   wasm: { HEAPU8: Uint8Array };
+  makeOutput(shape: number[], dtype: string): TfNamespace.TensorInfo;
 }
 
 /** The backend that holds `tensor`'s data (tensors of one process can live on several). */
@@ -48,6 +49,48 @@ function backendOf(tensor: Tensor): unknown {
 function isWasmBackend(backend: unknown): backend is WasmBackendLike {
   const b = backend as Partial<WasmBackendLike> | undefined;
   return typeof b?.dataIdMap?.get === 'function' && b.wasm?.HEAPU8 instanceof Uint8Array;
+}
+
+/** True when `tensor`'s bytes lie in the WASM heap of the active backend, where they can be read in place at any time. */
+export function inActiveWasmHeap(tensor: Tensor): boolean {
+  const backend = backendOf(tensor);
+  return tensor.dtype !== 'complex64' && tensor.dtype !== 'string' && isWasmBackend(backend) && backend === (tf.backend() as unknown);
+}
+
+/** True when the active backend keeps tensors in a WASM heap. */
+export function activeBackendIsWasm(): boolean {
+  return isWasmBackend(tf.backend());
+}
+
+/** A tensor whose memory is allocated but not yet written, and a fresh view of that memory. */
+export interface ReservedTensor {
+  tensor: Tensor;
+  /** The tensor's bytes in the heap: a view valid only until the next tfjs call. */
+  bytes(): Uint8Array;
+}
+
+/**
+ * A float32, int32 or bool tensor of `shape` allocated on the active WASM
+ * backend without writing it (the receiver fills it); undefined on other
+ * backends and dtypes.
+ * @throws SerializationError when `byteLength` does not match the shape.
+ */
+export function reserveTensor(dtype: string, shape: number[], byteLength: number): ReservedTensor | undefined {
+  const backend = tf.backend();
+  if (!isWasmBackend(backend) || (dtype !== 'float32' && dtype !== 'int32' && dtype !== 'bool')) return undefined;
+  const count = elementCount(shape);
+  if (count * ELEMENT_BYTES[dtype] !== byteLength) {
+    throw new SerializationError(`tensor of shape [${shape}] and dtype ${dtype} needs ${count * ELEMENT_BYTES[dtype]} bytes, the frame gives ${byteLength}`);
+  }
+  const info = backend.makeOutput(shape, dtype);
+  const tensor = tf.engine().makeTensorFromTensorInfo(info, backend as unknown as TfNamespace.KernelBackend);
+  return {
+    tensor,
+    bytes: () => {
+      const offset = backend.dataIdMap.get(tensor.dataId)?.memoryOffset as number;
+      return backend.wasm.HEAPU8.subarray(offset, offset + byteLength);
+    },
+  };
 }
 
 /**
@@ -137,6 +180,11 @@ function typedView<A extends Float32Array | Int32Array>(
   const copy = new Ctor(count);
   new Uint8Array(copy.buffer).set(bytes.subarray(offset, offset + count * Ctor.BYTES_PER_ELEMENT));
   return copy;
+}
+
+/** Makes every byte of a bool tensor's memory 0 or 1 (a foreign sender may send others), in place. */
+export function normaliseBools(bytes: Uint8Array): void {
+  for (let i = 0; i < bytes.length; i++) if (bytes[i]! > 1) bytes[i] = 1;
 }
 
 /** bool bytes are 0 or 1; anything else from a foreign sender is normalised (on a copy). */

@@ -10,7 +10,9 @@ import { RpcTimeoutError, ShutdownError, WorkerUnavailableError } from '../error
 import { markReceived } from '../buffer-pool.js';
 import {
   abortError,
+  payloadBytes,
   subjectMatches,
+  type Payload,
   type InboundMessage,
   type RequestOptions,
   type SubscribeOptions,
@@ -85,7 +87,7 @@ class LocalBus {
         reply,
         respond: (answer) => {
           if (reply === undefined || target.owner.closed) return false;
-          this.deliver(reply, answer, undefined);
+          this.deliver(reply, payloadBytes(answer), undefined);
           return true;
         },
       };
@@ -120,7 +122,7 @@ class LocalTransport implements Transport {
     this.maxPayload = maxPayload;
   }
 
-  request(subject: string, data: Uint8Array, options: RequestOptions = {}): Promise<Uint8Array> {
+  request(subject: string, payload: Payload, options: RequestOptions = {}): Promise<Uint8Array> {
     if (this.closed) return Promise.reject(new ShutdownError('the transport is closed'));
     if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
     return new Promise<Uint8Array>((resolve, reject) => {
@@ -143,7 +145,7 @@ class LocalTransport implements Transport {
       if (options.timeoutMs) {
         timer = setTimeout(() => fail(new RpcTimeoutError(`no reply on '${subject}' within ${options.timeoutMs} ms`)), options.timeoutMs);
       }
-      if (this.bus.deliver(subject, data, inbox) === 0) {
+      if (this.bus.deliver(subject, payloadBytes(payload), inbox) === 0) {
         fail(new WorkerUnavailableError(`no responders on '${subject}'`));
       }
     });

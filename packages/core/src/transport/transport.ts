@@ -13,12 +13,55 @@ import type { Observable } from 'rxjs';
 /** Connection state of a transport. */
 export type TransportStatus = 'connected' | 'reconnecting' | 'disconnected' | 'closed';
 
+/**
+ * Bytes produced as they are read: a frame whose tensor data is copied out of
+ * tensor memory only as it is sent (see codec/outgoing-frame.ts). Its maker
+ * owns it; a transport that reads it after `request`/`respond` returned holds
+ * it for as long as it does.
+ */
+export interface DeferredBytes {
+  readonly byteLength: number;
+  /** Copies bytes `[position, position + target.byteLength)` into `target`. */
+  read(position: number, target: Uint8Array): void;
+  /** All of it in a buffer of its own, owned by the caller (for paths that need it whole). */
+  toBytes(): Uint8Array;
+  /** Keeps it readable until the returned function is called (once). */
+  hold(): () => void;
+}
+
+/** What a transport sends: bytes it then owns, or bytes read as they are sent. */
+export type Payload = Uint8Array | DeferredBytes;
+
+/** The bytes of `payload`, whole (deferred bytes are read into a buffer of their own). */
+export function payloadBytes(payload: Payload): Uint8Array {
+  return payload instanceof Uint8Array ? payload : payload.toBytes();
+}
+
+/**
+ * Where the bytes of a received reply go, piece by piece: the codec's
+ * streaming decoder puts tensor bytes straight into tensor memory.
+ */
+export interface FrameSink {
+  /** Memory for the next bytes, never empty while some remain; valid only until other code runs. */
+  target(): Uint8Array;
+  /** `n` bytes were written at the start of the last target. */
+  advance(n: number): void;
+  /** No more bytes will come (the connection failed): let go of everything. */
+  fail(): void;
+}
+
 /** Options of {@link Transport.request}. */
 export interface RequestOptions {
   /** Reject with `RpcTimeoutError` after this many ms; 0 or undefined = never. */
   timeoutMs?: number;
   /** Aborting rejects the request with an `AbortError`-named error. */
   signal?: AbortSignal;
+  /**
+   * Offered a reply's size before its bytes, by a transport that receives it
+   * piece by piece; a sink returned takes the bytes, and `request` then
+   * resolves with an empty array. Return undefined to get the bytes as usual.
+   */
+  replySink?: (byteLength: number) => FrameSink | undefined;
 }
 
 /** A message delivered to a subscription. */
@@ -28,7 +71,7 @@ export interface InboundMessage {
   /** Set when the sender waits for an answer. */
   readonly reply?: string;
   /** Sends `data` to the reply subject; false when there is none or it failed. */
-  respond(data: Uint8Array): boolean;
+  respond(data: Payload): boolean;
 }
 
 /** Options of {@link Transport.subscribe}. */
@@ -68,7 +111,7 @@ export interface Transport {
    * `RpcTimeoutError` on timeout, an `AbortError` when aborted, `ShutdownError`
    * after close.
    */
-  request(subject: string, data: Uint8Array, options?: RequestOptions): Promise<Uint8Array>;
+  request(subject: string, data: Payload, options?: RequestOptions): Promise<Uint8Array>;
   /** Fire-and-forget delivery to every subscriber of `subject`. */
   publish(subject: string, data: Uint8Array): void;
   /** Calls `handler` for every message on `subject` (wildcards allowed). */

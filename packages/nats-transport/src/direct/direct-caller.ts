@@ -3,7 +3,7 @@
  * server on a pooled connection (see direct-protocol.ts).
  * @module
  */
-import { TransportError, WorkerUnavailableError } from '@tensorbus/core';
+import { payloadBytes, TransportError, WorkerUnavailableError, type FrameSink, type Payload } from '@tensorbus/core';
 import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import {
@@ -100,7 +100,7 @@ export class DirectCaller {
    * @param segments shared memory, when this process has it
    */
   constructor(
-    private readonly offer: (data: Uint8Array, onServed: () => void) => Offered | undefined = () => undefined,
+    private readonly offer: (data: Payload, onServed: () => void) => Offered | undefined = () => undefined,
     private readonly segments?: SharedSegments,
   ) {}
 
@@ -110,32 +110,38 @@ export class DirectCaller {
   }
 
   /**
-   * Sends `data` to `subject` over `route`. Rejects with RouteUnavailableError
-   * when it was not delivered, WorkerUnavailableError when the connection
-   * broke after.
+   * Sends `payload` to `subject` over `route`. Rejects with
+   * RouteUnavailableError when it was not delivered, WorkerUnavailableError
+   * when the connection broke after. A large reply may go into a sink
+   * `replySink` gives (the promise then resolves with an empty array).
    */
-  async call(route: DirectOffer, subject: string, data: Uint8Array): Promise<Uint8Array> {
+  async call(route: DirectOffer, subject: string, payload: Payload, replySink?: (byteLength: number) => FrameSink | undefined): Promise<Uint8Array> {
     const connection = this.pool.get(route.host, route.port);
     const endpoint = `${route.host}:${route.port}`;
-    const ref = route.hostId === this.self && !this.noSharedMemory.has(endpoint) ? this.segments?.refOf(data) : undefined;
+    const shared = route.hostId === this.self && !this.noSharedMemory.has(endpoint) && this.segments !== undefined;
+    // A deferred frame small enough for a segment goes whole, by reference.
+    let data = !(payload instanceof Uint8Array) && shared && payload.byteLength <= this.segments!.maxFrameBytes ? payload.toBytes() : payload;
+    const ref = shared && data instanceof Uint8Array ? this.segments!.refOf(data) : undefined;
     if (ref) {
-      const reply = await this.callShared(connection, subject, route.token, data, ref);
+      const reply = await this.callShared(connection, subject, route.token, data as Uint8Array, ref);
       if (reply) return reply;
       // The responder cannot map this process's memory: send the bytes, from now on.
       this.noSharedMemory.add(endpoint);
     }
     // Once the responder has pulled every byte, the request's memory can hold the reply (or the next one).
+    // (A deferred frame is its maker's to release; the offer holds it until withdrawn.)
     let served = false;
     const offered = this.offer(data, () => {
       served = true;
       offered?.withdraw();
-      releaseBuffer(data);
+      if (data instanceof Uint8Array) releaseBuffer(data);
     });
+    // Small requests go inline, whole.
+    if (!offered) data = payloadBytes(data);
     try {
-      // Small requests go inline (they are never pooled memory); large ones are pulled.
       const { status, data: reply } = await (offered
-        ? connection.request((id) => callHead(id, route.token, subject, data.byteLength, offered.header))
-        : connection.request((id) => callHead(id, route.token, subject, data.byteLength), data));
+        ? connection.request((id) => callHead(id, route.token, subject, data.byteLength, offered.header), undefined, replySink)
+        : connection.request((id) => callHead(id, route.token, subject, data.byteLength), data as Uint8Array, replySink));
       if (status !== REPLY_OK) {
         releaseBuffer(reply);
         // Pulled, then refused: the bytes are gone from here, so the bus cannot take over.

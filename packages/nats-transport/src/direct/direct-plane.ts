@@ -4,6 +4,7 @@
  * direct routes it has learnt for its requests. See docs/data-plane.md.
  * @module
  */
+import type { FrameSink, Payload } from '@tensorbus/core';
 import { releaseBuffer, useBufferSource } from '@tensorbus/core/internal';
 import { SharedSegments } from '../shm/shared-segments.js';
 import { loadShm } from '../shm/shm-native.js';
@@ -61,7 +62,7 @@ export class DirectPlane {
   private constructor(private readonly server: DirectServer, idleTimeoutMs: number, segments: SharedSegments | undefined) {
     this.client = new DirectClient(idleTimeoutMs);
     // Large direct requests are offered for the responder to pull into its own buffer.
-    const offer = (data: Uint8Array, onServed: () => void) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined);
+    const offer = (data: Payload, onServed: () => void) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined);
     this.caller = new DirectCaller(offer, segments);
     server.useFetcher((offer, size) => this.client.fetch(offer, size));
     if (segments) server.useSharedMemory(segments);
@@ -119,12 +120,13 @@ export class DirectPlane {
    * Sends a request on the route learnt for `subject`. Resolves undefined when
    * there is none, or it did not deliver the request (the route is then
    * forgotten): send it on the bus. Rejects when it was delivered and failed.
+   * A large reply may go into a sink `replySink` gives (see RequestOptions).
    */
-  async request(subject: string, data: Uint8Array): Promise<Uint8Array | undefined> {
+  async request(subject: string, data: Payload, replySink?: (byteLength: number) => FrameSink | undefined): Promise<Uint8Array | undefined> {
     const route = this.routes.get(subject);
     if (!route) return undefined;
     try {
-      return await this.caller.call(route, subject, data);
+      return await this.caller.call(route, subject, data, replySink);
     } catch (error) {
       if (!(error instanceof RouteUnavailableError)) throw error;
       if (this.routes.get(subject) === route) this.routes.delete(subject);

@@ -4,6 +4,7 @@
  * @module
  */
 import { createServer, type Server, type Socket } from 'node:net';
+import type { Payload } from '@tensorbus/core';
 import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
 import { segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import {
@@ -21,16 +22,19 @@ import {
   type DirectOffer,
   type DirectOptions,
 } from './direct-protocol.js';
+import { FrameWriter } from './frame-writer.js';
 import { RequestParser, type DirectRequest } from './request-parser.js';
 
 /** Fetches an offered payload (the transport's DirectClient). */
 export type Fetcher = (offer: DirectOffer, size: number) => Promise<Uint8Array>;
 
-/** Replies below this go out in one write with their header. */
-const COALESCE_BYTES = 64 * 1024;
-
 /** Handles a request that came over a direct route; `respond` answers it (once). */
-export type RouteHandler = (data: Uint8Array, respond: (answer: Uint8Array) => boolean) => void;
+export type RouteHandler = (data: Uint8Array, respond: (answer: Payload) => boolean) => void;
+
+/** Gives back `payload`'s memory if it is the transport's (bytes); a deferred frame stays its maker's. */
+function releaseSent(payload: Payload): void {
+  if (payload instanceof Uint8Array) releaseBuffer(payload);
+}
 
 /** A subject served over direct routes, until removed. */
 export interface Route {
@@ -58,10 +62,12 @@ export class DirectServer {
   served = 0;
   /** Requests served over direct routes so far (for tests and the benchmark). */
   calls = 0;
-  private readonly offers = new Map<string, { data: Uint8Array; onServed: (() => void) | undefined }>();
+  private readonly offers = new Map<string, { data: Payload; onServed: (() => void) | undefined }>();
   private readonly routes = new Map<string, { subject: string; handler: RouteHandler }>();
   /** Each connection's replies lent in shared memory, by segment id, until given back. */
   private readonly sockets = new Map<Socket, Map<string, Uint8Array>>();
+  /** Each connection's reply writer. */
+  private readonly writers = new WeakMap<Socket, FrameWriter>();
   /** The processes whose segments each connection brought. */
   private readonly peers = new WeakMap<Socket, Set<number>>();
   private port = 0;
@@ -93,13 +99,21 @@ export class DirectServer {
   }
 
   /**
-   * Offers `data` to whoever presents the token in the returned header.
-   * `onServed` is told each time the socket has taken all of it.
+   * Offers `data` to whoever presents the token in the returned header (a
+   * deferred frame is held until withdrawn). `onServed` is told each time the
+   * socket has taken all of it.
    */
-  offer(data: Uint8Array, onServed?: () => void): Offered {
+  offer(data: Payload, onServed?: () => void): Offered {
     const { key, header } = this.newCapability();
     this.offers.set(key, { data, onServed });
-    return { header, withdraw: () => this.offers.delete(key) };
+    const letGo = data instanceof Uint8Array ? undefined : data.hold();
+    return {
+      header,
+      withdraw: () => {
+        this.offers.delete(key);
+        letGo?.();
+      },
+    };
   }
 
   /** How this server pulls the payloads of large direct requests. */
@@ -136,6 +150,7 @@ export class DirectServer {
   private serve(socket: Socket): void {
     const lent = new Map<string, Uint8Array>();
     this.sockets.set(socket, lent);
+    this.writers.set(socket, new FrameWriter(socket));
     socket.unref();
     socket.setNoDelay(true);
     const parser = new RequestParser((request) => this.dispatch(socket, request));
@@ -216,15 +231,17 @@ export class DirectServer {
     handler(data, (answer) => {
       if (answered || socket.destroyed) return false;
       answered = true;
-      const ref = shared ? this.segments?.refOf(answer) : undefined;
+      // A deferred answer small enough for a segment goes whole, by reference.
+      const whole = shared && this.segments && !(answer instanceof Uint8Array) && answer.byteLength <= this.segments.maxFrameBytes ? answer.toBytes() : answer;
+      const ref = shared && whole instanceof Uint8Array ? this.segments?.refOf(whole) : undefined;
       if (ref) {
         // Lent to the requester until it gives the segment back (or the connection closes).
-        this.sockets.get(socket)?.set(ref.id, answer);
+        this.sockets.get(socket)?.set(ref.id, whole as Uint8Array);
         this.reply(socket, id, REPLY_SHM, segmentRefBytes(ref));
         return true;
       }
-      // The transport owns what it sends: once the socket has the answer, its memory can be reused.
-      this.reply(socket, id, REPLY_OK, answer, () => releaseBuffer(answer));
+      // The transport owns the bytes it sends: once the socket has them, their memory can be reused.
+      this.reply(socket, id, REPLY_OK, whole, () => releaseSent(whole));
       return true;
     });
   }
@@ -235,18 +252,7 @@ export class DirectServer {
   }
 
   /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */
-  private reply(socket: Socket, id: number, status: number, body: Uint8Array, onWritten?: () => void): void {
-    const header = replyHeader(id, status, body.byteLength);
-    const written = (error?: Error | null) => {
-      if (!error) onWritten?.();
-    };
-    if (body.byteLength < COALESCE_BYTES) {
-      socket.write(Buffer.concat([header, body]), written);
-      return;
-    }
-    socket.cork();
-    socket.write(header);
-    socket.write(body, written);
-    socket.uncork();
+  private reply(socket: Socket, id: number, status: number, body: Payload, onWritten?: () => void): void {
+    this.writers.get(socket)?.write(replyHeader(id, status, body.byteLength), body, onWritten);
   }
 }

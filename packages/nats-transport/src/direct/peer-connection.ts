@@ -1,25 +1,31 @@
 /**
  * One TCP connection to another process's data port: requests go out with an
  * id, and each reply frame is read straight into a buffer of its own size
- * (Node's `onread` with a buffer per read), settling the request of its id.
+ * (Node's `onread` with a buffer per read), or into the memory a request's
+ * reply sink gives (tensor memory), settling the request of its id.
  * @module
  */
 import { connect, type Socket } from 'node:net';
-import { TransportError } from '@tensorbus/core';
+import { TransportError, type FrameSink } from '@tensorbus/core';
 import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
-import { OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_RELEASE } from './direct-protocol.js';
+import { OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE } from './direct-protocol.js';
 
 /** How long a connection may take to open, ms. */
 const CONNECT_TIMEOUT_MS = 2_000;
 /** Payloads below this go out in one write with their header. */
 const COALESCE_BYTES = 64 * 1024;
 
-/** A reply: its status and bytes (pooled memory: release it, or mark it received, when done). */
+/** A reply: its status and bytes (pooled memory: release it, or mark it received, when done; empty when a sink took them). */
 export interface PeerReply {
   status: number;
   data: Uint8Array;
 }
+
+/** Offered a reply's size; returns where its bytes go, or undefined for a buffer of their own. */
+export type ReplySinkFactory = (byteLength: number) => FrameSink | undefined;
+
+const EMPTY = new Uint8Array(0);
 
 /** The connection broke; `delivered` tells whether it had opened (requests may then have run). */
 export class ConnectionLostError extends TransportError {
@@ -32,6 +38,7 @@ export class ConnectionLostError extends TransportError {
 interface Pending {
   resolve(reply: PeerReply): void;
   reject(error: Error): void;
+  replySink?: ReplySinkFactory;
 }
 
 /** A pooled connection; requests are answered in any order. */
@@ -44,6 +51,9 @@ export class PeerConnection {
   private readonly spare = Buffer.alloc(64);
   private headerGot = 0;
   private target: Uint8Array | undefined;
+  /** Where the reply being read goes instead of `target`, and its size. */
+  private sink: FrameSink | undefined;
+  private sinkBytes = 0;
   private got = 0;
   private nextId = 0;
   private connected = false;
@@ -77,14 +87,15 @@ export class PeerConnection {
   /**
    * Sends the frame `head(id)`, then `payload` if any (from its own memory,
    * not copied), and resolves with the reply. Rejects with
-   * ConnectionLostError if the connection breaks first.
+   * ConnectionLostError if the connection breaks first. A successful reply
+   * goes into the sink `replySink` gives, if it gives one.
    */
-  request(head: (id: number) => Buffer, payload?: Uint8Array): Promise<PeerReply> {
+  request(head: (id: number) => Buffer, payload?: Uint8Array, replySink?: ReplySinkFactory): Promise<PeerReply> {
     // Id 0 is the peer's: it gives segments back with it.
     const id = (this.nextId = (this.nextId + 1) >>> 0 || 1);
     const frame = head(id);
     return new Promise<PeerReply>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      this.pending.set(id, { resolve, reject, replySink });
       this.armStall();
       if (!payload || payload.byteLength < COALESCE_BYTES) {
         this.socket.write(payload ? Buffer.concat([frame, payload]) : frame);
@@ -118,6 +129,8 @@ export class PeerConnection {
 
   private nextBuffer(): Uint8Array {
     if (this.headerGot < REPLY_HEADER_BYTES) return this.header.subarray(this.headerGot);
+    // Asked for right before the socket reads into it (no other code runs between), as a sink's memory must be.
+    if (this.sink && this.got < this.sinkBytes) return this.sink.target();
     if (this.target && this.got < this.target.byteLength) return this.target.subarray(this.got);
     return this.spare;
   }
@@ -132,23 +145,30 @@ export class PeerConnection {
         this.fail('sent something other than a reply');
         return false;
       }
-      this.target = acquireBuffer(readSize(this.header, 6));
+      const size = readSize(this.header, 6);
       this.got = 0;
+      this.sink = this.header[5] === REPLY_OK && size > 0 ? this.pending.get(this.header.readUInt32BE(1))?.replySink?.(size) : undefined;
+      if (this.sink) this.sinkBytes = size;
+      else this.target = acquireBuffer(size);
+    } else if (this.sink && this.got < this.sinkBytes) {
+      this.got += n;
+      this.sink.advance(n);
     } else if (this.target && this.got < this.target.byteLength) {
       this.got += n;
     } else {
       this.fail('sent more bytes than announced');
       return false;
     }
-    if (this.got === this.target!.byteLength) this.settle();
+    if (this.got === (this.sink ? this.sinkBytes : this.target!.byteLength)) this.settle();
     return true;
   }
 
   private settle(): void {
     const id = this.header.readUInt32BE(1);
-    const reply = { status: this.header[5]!, data: this.target! };
+    const reply = { status: this.header[5]!, data: this.sink ? EMPTY : this.target! };
     this.headerGot = 0;
     this.target = undefined;
+    this.sink = undefined;
     this.got = 0;
     if (id === 0 && reply.status === REPLY_RELEASE) return this.takeBack(reply.data);
     const waiting = this.pending.get(id);
@@ -184,6 +204,9 @@ export class PeerConnection {
     this.socket.destroy();
     if (this.target) releaseBuffer(this.target);
     this.target = undefined;
+    // The socket is destroyed: nothing writes into the sink's memory any more.
+    this.sink?.fail();
+    this.sink = undefined;
     // Lent over a connection that had opened: the requests failed, nothing will read them again.
     // (Before it opened nothing was sent, and the requester may still send them another way.)
     if (this.connected) for (const frame of this.lent.values()) releaseBuffer(frame);

@@ -1,0 +1,124 @@
+/**
+ * A frame whose tensor bytes stay where they are until they are sent: the
+ * header and envelope are written at once, each tensor block is copied out
+ * of the WASM heap piece by piece as a transport reads it. A 400 MB argument
+ * then never has a 400 MB transfer buffer beside it.
+ *
+ * The frame keeps every tensor it reads from alive (a reshape that shares its
+ * memory, so the sender may dispose its own tensor at once) until its maker
+ * releases it and every transport that reads it has let go.
+ * @module
+ */
+import type * as TfNamespace from '@tensorflow/tfjs';
+import { acquireBuffer } from '../buffer-pool.js';
+import { SerializationError } from '../errors.js';
+import { tf } from '../tf.js';
+import type { DeferredBytes } from '../transport/transport.js';
+import { inActiveWasmHeap, tensorBytes } from './tensor-data.js';
+
+type Tensor = TfNamespace.Tensor;
+
+/** A tensor block of the frame: where it starts, how long it is, and where its bytes are read from. */
+interface Block {
+  start: number;
+  length: number;
+  /** A tensor sharing the sender's memory (read in place at each read)… */
+  pin?: Tensor;
+  /** …or bytes read once (backends that cannot be read in place). */
+  bytes?: Uint8Array;
+}
+
+/** Sizes of a frame laid out by the codec. */
+export interface FrameLayout {
+  /** Header, envelope and the padding up to the first block. */
+  head: Uint8Array;
+  /** Total length of the frame. */
+  byteLength: number;
+  /** Tensors in block order, each block's start in the frame and its length. */
+  tensors: Tensor[];
+  starts: number[];
+  lengths: number[];
+}
+
+/** A frame read as it is sent. */
+export class OutgoingFrame implements DeferredBytes {
+  readonly byteLength: number;
+  private readonly head: Uint8Array;
+  private blocks: Block[];
+  private holds = 1;
+  private ownerReleased = false;
+  /** Index of the block the last read ended in: reads are mostly sequential. */
+  private cursor = 0;
+
+  constructor(layout: FrameLayout) {
+    this.byteLength = layout.byteLength;
+    this.head = layout.head;
+    this.blocks = layout.tensors.map((tensor, i) => {
+      const block: Block = { start: layout.starts[i]!, length: layout.lengths[i]! };
+      if (inActiveWasmHeap(tensor)) block.pin = tf.keep(tf.reshape(tensor, tensor.shape));
+      else block.bytes = tensorBytes(tensor, block.length);
+      return block;
+    });
+  }
+
+  read(position: number, target: Uint8Array): void {
+    if (this.holds === 0) throw new SerializationError('the frame was released before it was sent');
+    const end = position + target.byteLength;
+    if (position < 0 || end > this.byteLength) throw new RangeError(`read of [${position}, ${end}) outside a ${this.byteLength}-byte frame`);
+    let at = position;
+    if (at < this.head.byteLength) {
+      const n = Math.min(this.head.byteLength, end) - at;
+      target.set(this.head.subarray(at, at + n));
+      at += n;
+    }
+    if (this.cursor >= this.blocks.length || this.blocks[this.cursor]!.start > at) this.cursor = 0;
+    while (at < end) {
+      while (this.cursor < this.blocks.length && this.blocks[this.cursor]!.start + this.blocks[this.cursor]!.length <= at) this.cursor++;
+      const block = this.blocks[this.cursor];
+      const stop = Math.min(end, block ? (at < block.start ? block.start : block.start + block.length) : this.byteLength);
+      if (!block || at < block.start) {
+        target.fill(0, at - position, stop - position); // padding
+      } else {
+        // Read just before copying: a view of the WASM heap is only good until the next tfjs call.
+        const bytes = block.bytes ?? tensorBytes(block.pin!, block.length);
+        target.set(bytes.subarray(at - block.start, stop - block.start), at - position);
+      }
+      at = stop;
+    }
+  }
+
+  toBytes(): Uint8Array {
+    const frame = acquireBuffer(this.byteLength);
+    this.read(0, frame);
+    return frame;
+  }
+
+  hold(): () => void {
+    if (this.holds === 0) throw new SerializationError('the frame was released before it was sent');
+    this.holds++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.drop();
+    };
+  }
+
+  /** Its maker is done with it: the tensors it keeps go once no transport reads it either. */
+  release(): void {
+    if (this.ownerReleased) return;
+    this.ownerReleased = true;
+    this.drop();
+  }
+
+  private drop(): void {
+    if (--this.holds > 0) return;
+    for (const block of this.blocks) block.pin?.dispose();
+    this.blocks = [];
+  }
+}
+
+/** Releases `payload` if it is a deferred frame (its maker's part); bytes belong to the transport. */
+export function releaseOutgoing(payload: unknown): void {
+  if (payload instanceof OutgoingFrame) payload.release();
+}
