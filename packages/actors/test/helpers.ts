@@ -1,7 +1,8 @@
 /**
  * Test helpers: groups of agents over one transport kind.
  */
-import type { Transport } from '@tensorbus/core';
+import type { Tensor } from '@tensorflow/tfjs';
+import { tf, type Transport } from '@tensorbus/core';
 import { transportKinds, type TransportKind } from '@tensorbus/nats-transport/testing';
 import { initRpc, type InitRpcOptions, type RpcAgent } from '../src/index.js';
 
@@ -53,4 +54,17 @@ export async function eventually(predicate: () => boolean, timeoutMs = 5_000): P
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/** A float32 tensor of `n` values that differ from place to place (and from seed to seed). */
+export function patternTensor(n: number, seed: number): Tensor {
+  const values = new Float32Array(n);
+  for (let i = 0; i < n; i++) values[i] = ((i * 7919 + seed) % 100_003) / 7;
+  return tf.tensor1d(values);
+}
+
+/** The raw bytes of a tensor's values. */
+export function bytesOf(tensor: Tensor): Buffer {
+  const values = tensor.dataSync() as Float32Array;
+  return Buffer.from(values.buffer, values.byteOffset, values.byteLength);
 }

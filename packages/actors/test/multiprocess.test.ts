@@ -2,10 +2,12 @@ import test from 'ava';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { RemoteError, tf, WorkerUnavailableError } from '@tensorbus/core';
+import { RemoteError, RpcTimeoutError, tf, WorkerUnavailableError } from '@tensorbus/core';
+import type { DirectStats } from '@tensorbus/nats-transport';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { startProcessGroup, TIMING, type Timing } from './process-group.js';
-import { add, fail, sleep, whoAmI } from './fixtures/functions.js';
+import { add, echo, fail, sleep, whoAmI } from './fixtures/functions.js';
+import { bytesOf, eventually, patternTensor } from './helpers.js';
 import { pid, rrefStatsHere, stop, tensorsHere } from './fixtures/worker-functions.js';
 import { rrefValue } from './fixtures/rref-functions.js';
 
@@ -42,6 +44,32 @@ test.serial('nats processes - tensors return to baseline on both sides after 10,
   t.is(tf.memory().numTensors, localBaseline);
   t.is(await agent.rpcSync('p1', tensorsHere, []), remoteBaseline);
   x.dispose();
+  await agent.rpcSync('p1', stop, []);
+  await agent.shutdown({ timeoutMs: 10_000 });
+  await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+});
+
+test.serial('nats processes - 100 MB tensors cross both ways streamed; a large reply the caller gave up on leaves nothing behind', async (t) => {
+  const { agent, children } = await group(2);
+  await agent.rpcSync('p1', whoAmI, []); // its reply offers the direct route
+  const stats = () => (agent.transport as unknown as { directStats: DirectStats }).directStats;
+  const remoteBaseline = await agent.rpcSync('p1', tensorsHere, []);
+  const localBaseline = tf.memory().numTensors;
+  const x = patternTensor(25_000_000, 21);
+  const expected = bytesOf(x);
+  const back = (await agent.rpcSync('p1', echo, [x])) as tf.Tensor;
+  t.true(bytesOf(back).equals(expected));
+  back.dispose();
+  t.like(stats(), { streamedSent: 1, streamedReceived: 1 });
+  // Given up on before its reply comes: the reply still arrives, and leaves nothing behind.
+  await t.throwsAsync(agent.rpcSync('p1', sleep, [500, x], { timeoutMs: 100 }), { instanceOf: RpcTimeoutError });
+  const answered = stats().calls;
+  await eventually(() => stats().calls === answered + 1, 10_000);
+  await eventually(() => tf.memory().numTensors === localBaseline + 1, 2_000); // x alone
+  x.dispose();
+  const remoteLeft = async () => (await agent.rpcSync('p1', tensorsHere, [])) === remoteBaseline;
+  for (let i = 0; i < 50 && !(await remoteLeft()); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.is(await agent.rpcSync('p1', tensorsHere, []), remoteBaseline);
   await agent.rpcSync('p1', stop, []);
   await agent.shutdown({ timeoutMs: 10_000 });
   await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));

@@ -1,7 +1,9 @@
 import test from 'ava';
-import { InvalidArgumentError, RemoteError, RpcFuture, RpcTimeoutError, SerializationError, tf, UnknownFunctionError } from '@tensorbus/core';
+import type { Tensor } from '@tensorflow/tfjs';
+import { InvalidArgumentError, RemoteError, RpcFuture, RpcTimeoutError, SerializationError, STREAM_MIN_BYTES, tf, UnknownFunctionError } from '@tensorbus/core';
+import type { DirectStats } from '@tensorbus/nats-transport';
 import { addNumbers, add, callerOf, echo, fail, failAsync, hop, nested, returnsFunction, sleep, whoAmI } from './fixtures/functions.js';
-import { startGroup, stopAll, transportKinds } from './helpers.js';
+import { bytesOf, eventually, patternTensor, startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
 
 test.after.always(stopEverything);
@@ -150,6 +152,29 @@ for (const kind of transportKinds()) {
     await Promise.all(Array.from({ length: window }, worker));
     tt.is(tf.memory().numTensors, baseline);
     x.dispose();
+    await stopAll(agents);
+  });
+
+  test.serial(t('tensors over the streaming threshold go and come back intact; the caller may dispose its argument at once; none are left'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const [a, b] = agents as [typeof agents[0], typeof agents[0]];
+    await a.rpcSync('b', whoAmI, []); // over NATS, later calls take the direct route this one's reply offers
+    const baseline = tf.memory().numTensors;
+    const x = patternTensor(STREAM_MIN_BYTES / 4 + 4096, 11);
+    const expected = bytesOf(x);
+    const future = a.rpcAsync('b', echo, [x]);
+    x.dispose();
+    const back = (await future) as Tensor;
+    tt.true(bytesOf(back).equals(expected));
+    tt.deepEqual(back.shape, [STREAM_MIN_BYTES / 4 + 4096]);
+    back.dispose();
+    // The callee's reply keeps its tensor until the last byte is written.
+    await eventually(() => tf.memory().numTensors === baseline);
+    const stats = (agent: typeof a) => (agent.transport as { directStats?: DirectStats }).directStats;
+    if (kind.name === 'nats') {
+      tt.like(stats(a), { streamedSent: 1, streamedReceived: 1 }, 'the request was read out of tensor memory as sent, the reply straight into it');
+      tt.like(stats(b), { streamedSent: 1 });
+    }
     await stopAll(agents);
   });
 }

@@ -98,7 +98,9 @@ export class CallClient {
     // Large tensors are read out of tensor memory as they are sent, and a large reply is decoded as it arrives.
     const payload = defaultCodec.encodeOutgoing(request, context);
     let decoder: FrameDecoder | undefined;
-    const replySink = (byteLength: number) => (decoder = defaultCodec.decoder(byteLength, context));
+    let over = false;
+    // A reply that comes after the call is over (timed out, aborted) is not decoded at all.
+    const replySink = (byteLength: number) => (over ? undefined : (decoder = defaultCodec.decoder(byteLength, context)));
     const controller = new AbortController();
     const onAbort = () => controller.abort(abortError(options.signal));
     if (options.signal?.aborted) onAbort();
@@ -119,6 +121,7 @@ export class CallClient {
       throw this.explain(error, controller, to, fn, timeoutMs);
     } finally {
       // A reply still arriving (timed out, aborted) is disposed once in; the request's tensors go once sent.
+      over = true;
       (decoder as FrameDecoder | undefined)?.abandon();
       releaseOutgoing(payload);
       options.signal?.removeEventListener('abort', onAbort);

@@ -16,7 +16,6 @@ import { Packr } from 'msgpackr';
 import { InvalidArgumentError, SerializationError, TensorbusError } from '../errors.js';
 import { tf } from '../tf.js';
 import { acquireBuffer, releaseBuffer, takeReceived } from '../buffer-pool.js';
-import type { Payload } from '../transport/transport.js';
 import { FrameDecoder } from './frame-decoder.js';
 import { alignUp, HEADER_BYTES, readHeader, writeHeader } from './frame.js';
 import { OutgoingFrame } from './outgoing-frame.js';
@@ -57,7 +56,7 @@ export interface Codec {
    * as an {@link OutgoingFrame} whose tensor bytes are read only as they are
    * sent. Release that frame once the request or reply is handed over.
    */
-  encodeOutgoing(value: unknown, context?: unknown): Payload;
+  encodeOutgoing(value: unknown, context?: unknown): Uint8Array | OutgoingFrame;
   /**
    * A decoder that takes a frame of `byteLength` bytes as it arrives, placing
    * tensor bytes straight into tensor memory; undefined when that would not
@@ -206,7 +205,7 @@ export function createCodec(limits: CodecLimits = {}): Codec {
     return writeFrame(layout(value, context));
   }
 
-  function encodeOutgoing(value: unknown, context?: unknown): Payload {
+  function encodeOutgoing(value: unknown, context?: unknown): Uint8Array | OutgoingFrame {
     if (!activeBackendIsWasm()) return encode(value, context);
     const laid = layout(value, context);
     if (laid.st.dataBytes < STREAM_MIN_BYTES) return writeFrame(laid);

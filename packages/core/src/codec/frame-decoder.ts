@@ -13,6 +13,7 @@
 import type * as TfNamespace from '@tensorflow/tfjs';
 import { acquireBuffer, markReceived, releaseBuffer } from '../buffer-pool.js';
 import { SerializationError } from '../errors.js';
+import { tf } from '../tf.js';
 import type { FrameSink } from '../transport/transport.js';
 import { alignUp, envelopeLength, HEADER_BYTES, readHeader } from './frame.js';
 import { scanEnvelope } from './scan.js';
@@ -134,6 +135,7 @@ export class FrameDecoder implements FrameSink {
 
   /** Decodes the envelope and reserves every tensor's memory. */
   private decodeHead(): void {
+    const twins = new Map<number, { length: number; tensor: Tensor }>();
     const session: DecodeSession = {
       frame: this.head,
       frameLength: this.byteLength,
@@ -142,9 +144,13 @@ export class FrameDecoder implements FrameSink {
       made: [],
       payloads: [],
       reserve: (dtype, shape, start, length) => {
+        // A tensor sent twice travels once: its second tensor shares the first one's memory.
+        const twin = length > 0 ? twins.get(start) : undefined;
+        if (twin && twin.length === length && twin.tensor.dtype === dtype) return tf.reshape(twin.tensor, shape);
         const reserved = reserveTensor(dtype, shape, length);
         if (!reserved) throw new NotStreamable();
         this.blocks.push({ start, length, bytes: reserved.bytes, bool: dtype === 'bool' });
+        if (length > 0) twins.set(start, { length, tensor: reserved.tensor });
         return reserved.tensor;
       },
     };
@@ -154,13 +160,12 @@ export class FrameDecoder implements FrameSink {
       session.dataStart = alignUp(envelopeEnd);
       scanEnvelope(this.head, HEADER_BYTES, envelopeEnd, this.hooks.maxLevels);
       this.value = this.hooks.unpack(session, envelopeEnd);
-      this.blocks.sort((a, b) => a.start - b.start);
+      // Empty tensors have nothing to read; the others must not overlap.
+      this.blocks = this.blocks.filter((block) => block.length > 0).sort((a, b) => a.start - b.start);
       for (let i = 1; i < this.blocks.length; i++) {
         const previous = this.blocks[i - 1]!;
         if (previous.start + previous.length > this.blocks[i]!.start) throw new SerializationError('tensor blocks overlap');
       }
-      // Empty tensors have nothing to read.
-      this.blocks = this.blocks.filter((block) => block.length > 0);
       this.mode = 'blocks';
     } catch (error) {
       this.letGo();

@@ -82,6 +82,8 @@ export class DirectCaller {
   /** Of those, requests that went as a shared-memory reference, and replies that came as one. */
   sharedRequests = 0;
   sharedReplies = 0;
+  /** Replies read into a reply sink. */
+  streamedReceived = 0;
   // Calls may take any time: no stall timeout; a dead responder closes the connection,
   // and its segments are no longer kept mapped here.
   private readonly pool = new ConnectionPool(undefined, (_endpoint, connection) => {
@@ -138,10 +140,17 @@ export class DirectCaller {
     });
     // Small requests go inline, whole.
     if (!offered) data = payloadBytes(data);
+    let sunk = false;
+    const sink = replySink && ((byteLength: number) => {
+      const taken = replySink(byteLength);
+      sunk = taken !== undefined;
+      return taken;
+    });
     try {
       const { status, data: reply } = await (offered
-        ? connection.request((id) => callHead(id, route.token, subject, data.byteLength, offered.header), undefined, replySink)
-        : connection.request((id) => callHead(id, route.token, subject, data.byteLength), data as Uint8Array, replySink));
+        ? connection.request((id) => callHead(id, route.token, subject, data.byteLength, offered.header), undefined, sink)
+        : connection.request((id) => callHead(id, route.token, subject, data.byteLength), data as Uint8Array, sink));
+      if (sunk) this.streamedReceived++;
       if (status !== REPLY_OK) {
         releaseBuffer(reply);
         // Pulled, then refused: the bytes are gone from here, so the bus cannot take over.

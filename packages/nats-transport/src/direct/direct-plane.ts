@@ -28,6 +28,10 @@ export interface DirectStats {
   sharedRequests: number;
   /** Replies this transport received on direct routes as shared-memory references. */
   sharedReplies: number;
+  /** Deferred frames (large tensors read as they are sent) this transport wrote on its data port. */
+  streamedSent: number;
+  /** Replies this transport read straight into a reply sink (tensor memory). */
+  streamedReceived: number;
 }
 
 let segmentsOfProcess: SharedSegments | undefined;
@@ -135,8 +139,9 @@ export class DirectPlane {
   }
 
   get stats(): DirectStats {
-    const { calls, sharedRequests, sharedReplies } = this.caller;
-    return { fetched: this.client.fetched, served: this.server.served, calls, answered: this.server.calls, sharedRequests, sharedReplies };
+    const { calls, sharedRequests, sharedReplies, streamedReceived } = this.caller;
+    const { served, streamedSent } = this.server;
+    return { fetched: this.client.fetched, served, calls, answered: this.server.calls, sharedRequests, sharedReplies, streamedSent, streamedReceived };
   }
 
   /** Closes the port and every connection. */

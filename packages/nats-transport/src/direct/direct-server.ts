@@ -62,6 +62,8 @@ export class DirectServer {
   served = 0;
   /** Requests served over direct routes so far (for tests and the benchmark). */
   calls = 0;
+  /** Deferred frames written so far (for tests and the benchmark). */
+  streamedSent = 0;
   private readonly offers = new Map<string, { data: Payload; onServed: (() => void) | undefined }>();
   private readonly routes = new Map<string, { subject: string; handler: RouteHandler }>();
   /** Each connection's replies lent in shared memory, by segment id, until given back. */
@@ -253,6 +255,10 @@ export class DirectServer {
 
   /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */
   private reply(socket: Socket, id: number, status: number, body: Payload, onWritten?: () => void): void {
-    this.writers.get(socket)?.write(replyHeader(id, status, body.byteLength), body, onWritten);
+    const streamed = !(body instanceof Uint8Array);
+    this.writers.get(socket)?.write(replyHeader(id, status, body.byteLength), body, () => {
+      if (streamed) this.streamedSent++;
+      onWritten?.();
+    });
   }
 }

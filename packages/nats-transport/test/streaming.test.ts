@@ -1,0 +1,118 @@
+import test from 'ava';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { once } from 'node:events';
+import { defaultCodec, STREAM_MIN_BYTES, tf, type DeferredBytes } from '@tensorbus/core';
+import { replyHeader, REPLY_OK } from '../src/direct/direct-protocol.js';
+import { FrameWriter } from '../src/direct/frame-writer.js';
+import { ConnectionLostError, PeerConnection } from '../src/direct/peer-connection.js';
+
+/** Deferred bytes of `length` whose byte i is (i * 31 + seed) & 0xff, counting its holds. */
+function fakeDeferred(length: number, seed: number): DeferredBytes & { holds: number } {
+  const fake = {
+    byteLength: length,
+    holds: 0,
+    read(position: number, target: Uint8Array) {
+      for (let i = 0; i < target.byteLength; i++) target[i] = ((position + i) * 31 + seed) & 0xff;
+    },
+    toBytes() {
+      const bytes = new Uint8Array(length);
+      fake.read(0, bytes);
+      return bytes;
+    },
+    hold() {
+      fake.holds++;
+      return () => void fake.holds--;
+    },
+  };
+  return fake;
+}
+
+/** A connected pair of sockets on loopback; `received` resolves with everything the far end gets until `bytes` have come. */
+async function socketPair(): Promise<{ near: Socket; received: (bytes: number) => Promise<Buffer>; close(): void }> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const accepted = once(server, 'connection') as Promise<[Socket]>;
+  const { Socket: SocketClass } = await import('node:net');
+  const near = new SocketClass().connect((server.address() as AddressInfo).port, '127.0.0.1');
+  const [far] = await accepted;
+  const chunks: Buffer[] = [];
+  let got = 0;
+  let waiter: { bytes: number; resolve: (all: Buffer) => void } | undefined;
+  far.on('data', (chunk: Buffer) => {
+    chunks.push(chunk);
+    got += chunk.length;
+    if (waiter && got >= waiter.bytes) waiter.resolve(Buffer.concat(chunks));
+  });
+  return {
+    near,
+    received: (bytes) => new Promise((resolve) => (got >= bytes ? resolve(Buffer.concat(chunks)) : (waiter = { bytes, resolve }))),
+    close: () => {
+      near.destroy();
+      far.destroy();
+      server.close();
+    },
+  };
+}
+
+test('streaming - a deferred body is written whole, in order with the frames after it, and let go once written', async (t) => {
+  const { near, received, close } = await socketPair();
+  const writer = new FrameWriter(near);
+  const body = fakeDeferred(9 * 2 ** 20 + 5, 3); // more than the chunk buffers at once
+  const small = Buffer.from('after');
+  let written = 0;
+  writer.write(replyHeader(1, REPLY_OK, body.byteLength), body, () => written++);
+  writer.write(replyHeader(2, REPLY_OK, small.length), small, () => written++);
+  t.is(body.holds, 1, 'held while it streams');
+  const total = 2 * 14 + body.byteLength + small.length;
+  const all = await received(total);
+  t.is(all.length, total);
+  t.true(all.subarray(0, 14).equals(replyHeader(1, REPLY_OK, body.byteLength)));
+  t.true(all.subarray(14, 14 + body.byteLength).equals(Buffer.from(body.toBytes())));
+  t.true(all.subarray(14 + body.byteLength).equals(Buffer.concat([replyHeader(2, REPLY_OK, small.length), small])));
+  t.is(written, 2);
+  t.is(body.holds, 0);
+  close();
+});
+
+test('streaming - a deferred body whose connection breaks is let go', async (t) => {
+  const { near, close } = await socketPair();
+  const writer = new FrameWriter(near);
+  const body = fakeDeferred(256 * 2 ** 20, 4); // far more than the socket takes before the far end reads
+  let written = false;
+  writer.write(replyHeader(1, REPLY_OK, body.byteLength), body, () => (written = true));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.is(body.holds, 1);
+  close();
+  for (let i = 0; i < 100 && body.holds > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.is(body.holds, 0);
+  t.false(written);
+});
+
+test.serial('streaming - a reply cut off while it arrives into tensor memory fails its request and leaves no tensors', async (t) => {
+  const x = tf.ones([STREAM_MIN_BYTES / 4 + 1024]);
+  const frame = defaultCodec.encode([x]);
+  x.dispose();
+  const baseline = tf.memory().numTensors;
+  // A responder that answers with half of the frame, then goes away.
+  const server = createServer((socket) => {
+    socket.once('data', () => {
+      socket.write(replyHeader(1, REPLY_OK, frame.byteLength));
+      socket.write(frame.subarray(0, frame.byteLength >> 1), () => setTimeout(() => socket.destroy(), 50));
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const connection = new PeerConnection(`127.0.0.1:${port}`, '127.0.0.1', port, undefined, () => undefined);
+  let sunk = 0;
+  const reply = connection.request(() => Buffer.from([0x02]), undefined, (size) => {
+    sunk++;
+    return defaultCodec.decoder(size);
+  });
+  const error = await t.throwsAsync(reply, { instanceOf: ConnectionLostError });
+  t.true(error!.delivered);
+  t.is(sunk, 1, 'the reply went to the sink');
+  t.is(tf.memory().numTensors, baseline);
+  server.close();
+});
