@@ -2,7 +2,7 @@ import test from 'ava';
 import type { Tensor } from '@tensorflow/tfjs';
 import { InvalidArgumentError, RemoteError, RpcFuture, RpcTimeoutError, SerializationError, STREAM_MIN_BYTES, tf, UnknownFunctionError } from '@tensorbus/core';
 import type { DirectStats } from '@tensorbus/nats-transport';
-import { addNumbers, add, callerOf, echo, fail, failAsync, hop, nested, returnsFunction, sleep, whoAmI } from './fixtures/functions.js';
+import { addNumbers, add, callerOf, echo, tile, fail, failAsync, hop, nested, returnsFunction, sleep, whoAmI } from './fixtures/functions.js';
 import { bytesOf, eventually, patternTensor, startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
 
@@ -170,10 +170,18 @@ for (const kind of transportKinds()) {
     back.dispose();
     // The callee's reply keeps its tensor until the last byte is written.
     await eventually(() => tf.memory().numTensors === baseline);
+    // A 1 MB request (over NATS on this host: through shared memory) whose reply is large.
+    const piece = patternTensor(2 ** 18, 12);
+    const tiled = (await a.rpcSync('b', tile, [piece, 65])) as Tensor;
+    tt.deepEqual(tiled.shape, [65 * 2 ** 18]);
+    tt.true(bytesOf(tiled).subarray(64 * 2 ** 20).equals(bytesOf(piece)), 'the last copy of the piece arrived intact');
+    tiled.dispose();
+    piece.dispose();
+    await eventually(() => tf.memory().numTensors === baseline);
     const stats = (agent: typeof a) => (agent.transport as { directStats?: DirectStats }).directStats;
     if (kind.name === 'nats') {
-      tt.like(stats(a), { streamedSent: 1, streamedReceived: 1 }, 'the request was read out of tensor memory as sent, the reply straight into it');
-      tt.like(stats(b), { streamedSent: 1 });
+      tt.like(stats(a), { streamedSent: 1, streamedReceived: 2 }, 'the request was read out of tensor memory as sent, the replies straight into it');
+      tt.like(stats(b), { streamedSent: 2 });
     }
     await stopAll(agents);
   });

@@ -3,7 +3,7 @@
  * server on a pooled connection (see direct-protocol.ts).
  * @module
  */
-import { payloadBytes, TransportError, WorkerUnavailableError, type FrameSink, type Payload } from '@tensorbus/core';
+import { payloadBytes, TransportError, WorkerUnavailableError, type Payload } from '@tensorbus/core';
 import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import {
@@ -21,7 +21,7 @@ import {
   type DirectOffer,
 } from './direct-protocol.js';
 import type { Offered } from './direct-server.js';
-import { ConnectionLostError, ConnectionPool, type PeerConnection } from './peer-connection.js';
+import { ConnectionLostError, ConnectionPool, type PeerConnection, type ReplySinkFactory } from './peer-connection.js';
 
 /** The request was not delivered (no such route, or no connection): send it another way. */
 export class RouteUnavailableError extends TransportError {
@@ -117,15 +117,22 @@ export class DirectCaller {
    * when the connection broke after. A large reply may go into a sink
    * `replySink` gives (the promise then resolves with an empty array).
    */
-  async call(route: DirectOffer, subject: string, payload: Payload, replySink?: (byteLength: number) => FrameSink | undefined): Promise<Uint8Array> {
+  async call(route: DirectOffer, subject: string, payload: Payload, replySink?: ReplySinkFactory): Promise<Uint8Array> {
     const connection = this.pool.get(route.host, route.port);
     const endpoint = `${route.host}:${route.port}`;
+    let sunk = false;
+    const sink = replySink && ((byteLength: number) => {
+      const taken = replySink(byteLength);
+      sunk = taken !== undefined;
+      return taken;
+    });
     const shared = route.hostId === this.self && !this.noSharedMemory.has(endpoint) && this.segments !== undefined;
     // A deferred frame small enough for a segment goes whole, by reference.
     let data = !(payload instanceof Uint8Array) && shared && payload.byteLength <= this.segments!.maxFrameBytes ? payload.toBytes() : payload;
     const ref = shared && data instanceof Uint8Array ? this.segments!.refOf(data) : undefined;
     if (ref) {
-      const reply = await this.callShared(connection, subject, route.token, data as Uint8Array, ref);
+      const reply = await this.callShared(connection, subject, route.token, data as Uint8Array, ref, sink);
+      if (sunk) this.streamedReceived++;
       if (reply) return reply;
       // The responder cannot map this process's memory: send the bytes, from now on.
       this.noSharedMemory.add(endpoint);
@@ -140,12 +147,6 @@ export class DirectCaller {
     });
     // Small requests go inline, whole.
     if (!offered) data = payloadBytes(data);
-    let sunk = false;
-    const sink = replySink && ((byteLength: number) => {
-      const taken = replySink(byteLength);
-      sunk = taken !== undefined;
-      return taken;
-    });
     try {
       const { status, data: reply } = await (offered
         ? connection.request((id) => callHead(id, route.token, subject, data.byteLength, offered.header), undefined, sink)
@@ -172,12 +173,13 @@ export class DirectCaller {
    * Sends a request that lies in this process's segment `ref` as a reference.
    * Resolves undefined when the responder cannot map it (nothing delivered).
    */
-  private async callShared(connection: PeerConnection, subject: string, token: Buffer, data: Uint8Array, ref: SegmentRef): Promise<Uint8Array | undefined> {
+  private async callShared(connection: PeerConnection, subject: string, token: Buffer, data: Uint8Array, ref: SegmentRef, replySink: ReplySinkFactory | undefined): Promise<Uint8Array | undefined> {
     connection.lend(ref, data);
     let status: number;
     let body: Uint8Array;
     try {
-      ({ status, data: body } = await connection.request((id) => sharedCallHead(id, token, subject, ref)));
+      // A reply too large for shared memory comes as bytes, and may go into the sink.
+      ({ status, data: body } = await connection.request((id) => sharedCallHead(id, token, subject, ref), undefined, replySink));
     } catch (error) {
       if (!(error instanceof ConnectionLostError)) throw error;
       throw lostError(error, subject, error.delivered);
