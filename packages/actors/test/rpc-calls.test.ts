@@ -182,6 +182,17 @@ for (const kind of transportKinds()) {
     if (kind.name === 'nats') {
       tt.like(stats(a), { streamedSent: 1, streamedReceived: 2 }, 'the request was read out of tensor memory as sent, the replies straight into it');
       tt.like(stats(b), { streamedSent: 2 });
+    } else {
+      // In one process a large tensor is shared both ways, not copied.
+      const y = patternTensor(STREAM_MIN_BYTES / 4 + 4096, 13);
+      const buffersBefore = tf.memory().numDataBuffers;
+      const same = (await a.rpcSync('b', echo, [y])) as Tensor;
+      tt.is(tf.memory().numDataBuffers, buffersBefore, 'no tensor memory was allocated for the result');
+      const sent = bytesOf(y);
+      y.dispose();
+      tt.true(bytesOf(same).equals(sent), 'the result outlives the argument it shares memory with');
+      same.dispose();
+      await eventually(() => tf.memory().numTensors === baseline);
     }
     await stopAll(agents);
   });

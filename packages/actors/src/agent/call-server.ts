@@ -74,7 +74,8 @@ export class CallServer {
       let context: WireContext | undefined;
       try {
         // The sender is known only once decoded: extensions read their sender from their own payload.
-        const decoded = defaultCodec.decode(message.data, { agent: this.agent, peer: undefined });
+        // In-process, a large request is decoded sharing the caller's tensors.
+        const decoded = defaultCodec.decodePayload(message.payload ?? message.data, { agent: this.agent, peer: undefined });
         request = parseRequest(decoded);
         context = { agent: this.agent, peer: request.meta.from };
         this.receivedFrom[request.meta.from] = (this.receivedFrom[request.meta.from] ?? 0) + 1;

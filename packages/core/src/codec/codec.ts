@@ -15,7 +15,8 @@
 import { Packr } from 'msgpackr';
 import { InvalidArgumentError, SerializationError, TensorbusError } from '../errors.js';
 import { tf } from '../tf.js';
-import { acquireBuffer, releaseBuffer, takeReceived } from '../buffer-pool.js';
+import { acquireBuffer, markReceived, releaseBuffer, takeReceived } from '../buffer-pool.js';
+import { payloadBytes, type Payload } from '../transport/transport.js';
 import { FrameDecoder } from './frame-decoder.js';
 import { alignUp, HEADER_BYTES, readHeader, writeHeader } from './frame.js';
 import { OutgoingFrame } from './outgoing-frame.js';
@@ -63,6 +64,12 @@ export interface Codec {
    * pay (frames under {@link STREAM_MIN_BYTES}, backends other than WASM).
    */
   decoder(byteLength: number, context?: unknown): FrameDecoder | undefined;
+  /**
+   * Decodes bytes, or deferred bytes made in this process (what an
+   * in-process transport hands on), whose tensors are then shared with the
+   * sender's instead of copied.
+   */
+  decodePayload(payload: Payload, context?: unknown): unknown;
   readonly limits: Readonly<Required<CodecLimits>>;
 }
 
@@ -221,6 +228,19 @@ export function createCodec(limits: CodecLimits = {}): Codec {
 
   function decoder(byteLength: number, context?: unknown): FrameDecoder | undefined {
     if (byteLength < STREAM_MIN_BYTES || byteLength > maxMessageBytes || !activeBackendIsWasm()) return undefined;
+    return frameDecoder(byteLength, context);
+  }
+
+  function decodePayload(payload: Payload, context?: unknown): unknown {
+    if (payload instanceof Uint8Array) return decode(payload, context);
+    const sharing = frameDecoder(payload.byteLength, context);
+    if (sharing.adopt(payload)) return sharing.result();
+    const bytes = payloadBytes(payload);
+    markReceived(bytes); // only this decode reads them
+    return decode(bytes, context);
+  }
+
+  function frameDecoder(byteLength: number, context: unknown): FrameDecoder {
     return new FrameDecoder(byteLength, context, {
       maxLevels,
       unpack: (s, envelopeEnd) => withSession(s, () => packr.unpack(s.frame.subarray(HEADER_BYTES, envelopeEnd))),
@@ -249,7 +269,7 @@ export function createCodec(limits: CodecLimits = {}): Codec {
     }
   }
 
-  return { encode, decode, encodeOutgoing, decoder, limits: Object.freeze(resolved) };
+  return { encode, decode, encodeOutgoing, decoder, decodePayload, limits: Object.freeze(resolved) };
 }
 
 /** The codec with default limits. */

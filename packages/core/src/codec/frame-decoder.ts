@@ -14,8 +14,9 @@ import type * as TfNamespace from '@tensorflow/tfjs';
 import { acquireBuffer, markReceived, releaseBuffer } from '../buffer-pool.js';
 import { SerializationError } from '../errors.js';
 import { tf } from '../tf.js';
-import type { FrameSink } from '../transport/transport.js';
+import type { DeferredBytes, FrameSink } from '../transport/transport.js';
 import { alignUp, envelopeLength, HEADER_BYTES, readHeader } from './frame.js';
+import { OutgoingFrame } from './outgoing-frame.js';
 import { scanEnvelope } from './scan.js';
 import { NotStreamable, type DecodeSession, type ReservedBlock } from './tags.js';
 import { normaliseBools, reserveTensor } from './tensor-data.js';
@@ -41,7 +42,7 @@ const SCRATCH_BYTES = 64 * 1024;
 export class FrameDecoder implements FrameSink {
   private received = 0;
   /** Header and envelope (and padding), until they are decoded. */
-  private head = new Uint8Array(HEADER_BYTES);
+  private head: Uint8Array = new Uint8Array(HEADER_BYTES);
   private mode: 'head' | 'blocks' | 'whole' | 'skip' = 'head';
   private whole: Uint8Array | undefined;
   private blocks: ReservedBlock[] = [];
@@ -136,14 +137,8 @@ export class FrameDecoder implements FrameSink {
   /** Decodes the envelope and reserves every tensor's memory. */
   private decodeHead(): void {
     const twins = new Map<number, { length: number; tensor: Tensor }>();
-    const session: DecodeSession = {
-      frame: this.head,
-      frameLength: this.byteLength,
-      dataStart: 0,
-      context: this.context,
-      made: [],
-      payloads: [],
-      reserve: (dtype, shape, start, length) => {
+    try {
+      this.unpackHead((dtype, shape, start, length) => {
         // A tensor sent twice travels once: its second tensor shares the first one's memory.
         const twin = length > 0 ? twins.get(start) : undefined;
         if (twin && twin.length === length && twin.tensor.dtype === dtype) return tf.reshape(twin.tensor, shape);
@@ -152,14 +147,7 @@ export class FrameDecoder implements FrameSink {
         this.blocks.push({ start, length, bytes: reserved.bytes, bool: dtype === 'bool' });
         if (length > 0) twins.set(start, { length, tensor: reserved.tensor });
         return reserved.tensor;
-      },
-    };
-    this.session = session;
-    try {
-      const envelopeEnd = readHeader(this.head, this.byteLength);
-      session.dataStart = alignUp(envelopeEnd);
-      scanEnvelope(this.head, HEADER_BYTES, envelopeEnd, this.hooks.maxLevels);
-      this.value = this.hooks.unpack(session, envelopeEnd);
+      });
       // Empty tensors have nothing to read; the others must not overlap.
       this.blocks = this.blocks.filter((block) => block.length > 0).sort((a, b) => a.start - b.start);
       for (let i = 1; i < this.blocks.length; i++) {
@@ -175,6 +163,43 @@ export class FrameDecoder implements FrameSink {
       this.whole.set(this.head);
       this.mode = 'whole';
     }
+  }
+
+  /**
+   * Takes the whole frame at once from an {@link OutgoingFrame} of this
+   * process, each tensor sharing the memory of the one it was made from (no
+   * copy; tfjs tensors are immutable). False, with nothing taken, when that
+   * cannot be done: then write the bytes.
+   */
+  adopt(bytes: DeferredBytes): boolean {
+    if (!(bytes instanceof OutgoingFrame) || this.received !== 0 || this.mode !== 'head' || bytes.byteLength !== this.byteLength) return false;
+    const header = this.head;
+    this.head = bytes.head;
+    try {
+      this.unpackHead((dtype, shape, start, length) => {
+        const tensor = length === 0 ? reserveTensor(dtype, shape, 0)?.tensor : bytes.share(start, length, dtype, shape);
+        if (!tensor) throw new NotStreamable();
+        return tensor;
+      });
+    } catch {
+      this.letGo();
+      this.head = header;
+      return false;
+    }
+    this.mode = 'blocks';
+    this.received = this.byteLength;
+    this.finish();
+    return true;
+  }
+
+  /** Unpacks the envelope in `this.head`, making each tensor with `reserve`; throws for a malformed one. */
+  private unpackHead(reserve: NonNullable<DecodeSession['reserve']>): void {
+    const session: DecodeSession = { frame: this.head, frameLength: this.byteLength, dataStart: 0, context: this.context, made: [], payloads: [], reserve };
+    this.session = session;
+    const envelopeEnd = readHeader(this.head, this.byteLength);
+    session.dataStart = alignUp(envelopeEnd);
+    scanEnvelope(this.head, HEADER_BYTES, envelopeEnd, this.hooks.maxLevels);
+    this.value = this.hooks.unpack(session, envelopeEnd);
   }
 
   /** Every byte is in: complete the tensors (a gathered frame is decoded when taken). */

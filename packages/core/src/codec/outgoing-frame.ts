@@ -43,7 +43,8 @@ export interface FrameLayout {
 /** A frame read as it is sent. */
 export class OutgoingFrame implements DeferredBytes {
   readonly byteLength: number;
-  private readonly head: Uint8Array;
+  /** Header, envelope and the padding up to the first block. */
+  readonly head: Uint8Array;
   private blocks: Block[];
   private holds = 1;
   private ownerReleased = false;
@@ -85,6 +86,18 @@ export class OutgoingFrame implements DeferredBytes {
       }
       at = stop;
     }
+  }
+
+  /**
+   * A tensor of `dtype` and `shape` sharing the memory of the block at
+   * `start` of `length` bytes (a receiver in this process takes it without a
+   * copy; tfjs tensors are immutable), or undefined when that block is not
+   * kept in place.
+   */
+  share(start: number, length: number, dtype: string, shape: number[]): Tensor | undefined {
+    const pin = this.blocks.find((block) => block.start === start && block.length === length)?.pin;
+    if (!pin || pin.dtype !== dtype || pin.size !== shape.reduce((n, d) => n * d, 1)) return undefined;
+    return tf.reshape(pin, shape);
   }
 
   toBytes(): Uint8Array {

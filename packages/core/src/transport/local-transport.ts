@@ -12,6 +12,7 @@ import {
   abortError,
   payloadBytes,
   subjectMatches,
+  writeInto,
   type Payload,
   type InboundMessage,
   type RequestOptions,
@@ -69,8 +70,12 @@ class LocalBus {
     return `_INBOX.local.${++this.nextInbox}`;
   }
 
-  /** Delivers to every plain listener and one member of each queue group; returns the count. */
-  deliver(subject: string, data: Uint8Array, reply: string | undefined): number {
+  /**
+   * Delivers to every plain listener and one member of each queue group;
+   * returns the count. Deferred bytes are handed on as they are (receivers
+   * decode them sharing their tensors), held until each handler has run.
+   */
+  deliver(subject: string, data: Payload, reply: string | undefined): number {
     const groups = new Map<string, Listener[]>();
     const targets: Listener[] = [];
     for (const listener of this.listeners.matching(subject)) {
@@ -78,26 +83,44 @@ class LocalBus {
       else groups.set(listener.queue, [...(groups.get(listener.queue) ?? []), listener]);
     }
     for (const members of groups.values()) targets.push(members[Math.floor(Math.random() * members.length)]!);
+    const payload = data instanceof Uint8Array ? undefined : data;
+    let bytes = payload ? undefined : (data as Uint8Array);
     // Bytes only one receiver sees may be reused once it has decoded them (see buffer-pool.ts).
-    if (targets.length === 1) markReceived(data);
+    if (targets.length === 1 && bytes) markReceived(bytes);
     for (const target of targets) {
+      const letGo = payload?.hold();
       const message: InboundMessage = {
         subject,
-        data,
+        get data() {
+          return (bytes ??= payloadBytes(payload!));
+        },
         reply,
+        payload,
         respond: (answer) => {
           if (reply === undefined || target.owner.closed) return false;
-          this.deliver(reply, payloadBytes(answer), undefined);
+          this.deliver(reply, answer, undefined);
           return true;
         },
       };
       // A macrotask later, as from a socket: a flood of messages cannot starve timers.
       setImmediate(() => {
-        if (this.listeners.has(target)) target.handler(message);
+        try {
+          if (this.listeners.has(target)) target.handler(message);
+        } finally {
+          letGo?.();
+        }
       });
     }
     return targets.length;
   }
+}
+
+/** The reply `message` for a request with `options`: bytes, or empty when a reply sink took it. */
+function replyOf(message: InboundMessage, options: RequestOptions): Uint8Array {
+  const sink = message.payload && options.replySink?.(message.payload.byteLength);
+  if (!sink) return message.data;
+  if (!sink.adopt?.(message.payload!)) writeInto(sink, message.payload!);
+  return new Uint8Array(0);
 }
 
 const buses = new Map<string, LocalBus>();
@@ -138,14 +161,23 @@ class LocalTransport implements Transport {
       };
       const fail = (error: Error) => settle(error);
       const onAbort = () => fail(abortError(options.signal));
-      const listener: Listener = { pattern: inbox, owner: this, handler: (m) => settle(undefined, m.data) };
+      const onReply = (m: InboundMessage) => {
+        let value: Uint8Array;
+        try {
+          value = replyOf(m, options);
+        } catch (error) {
+          return settle(error as Error);
+        }
+        settle(undefined, value);
+      };
+      const listener: Listener = { pattern: inbox, owner: this, handler: onReply };
       this.bus.listeners.add(listener);
       this.pending.add(fail);
       options.signal?.addEventListener('abort', onAbort, { once: true });
       if (options.timeoutMs) {
         timer = setTimeout(() => fail(new RpcTimeoutError(`no reply on '${subject}' within ${options.timeoutMs} ms`)), options.timeoutMs);
       }
-      if (this.bus.deliver(subject, payloadBytes(payload), inbox) === 0) {
+      if (this.bus.deliver(subject, payload, inbox) === 0) {
         fail(new WorkerUnavailableError(`no responders on '${subject}'`));
       }
     });

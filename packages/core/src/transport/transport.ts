@@ -37,6 +37,22 @@ export function payloadBytes(payload: Payload): Uint8Array {
   return payload instanceof Uint8Array ? payload : payload.toBytes();
 }
 
+/** Writes all of `bytes` into `sink`, piece by piece; a failure to read fails the sink too. */
+export function writeInto(sink: FrameSink, bytes: DeferredBytes): void {
+  try {
+    for (let at = 0; at < bytes.byteLength; ) {
+      const target = sink.target();
+      const n = Math.min(target.byteLength, bytes.byteLength - at);
+      bytes.read(at, target.subarray(0, n));
+      sink.advance(n);
+      at += n;
+    }
+  } catch (error) {
+    sink.fail();
+    throw error;
+  }
+}
+
 /**
  * Where the bytes of a received reply go, piece by piece: the codec's
  * streaming decoder puts tensor bytes straight into tensor memory.
@@ -48,6 +64,12 @@ export interface FrameSink {
   advance(n: number): void;
   /** No more bytes will come (the connection failed): let go of everything. */
   fail(): void;
+  /**
+   * Takes the whole reply at once from deferred bytes made in this process
+   * (an in-process transport), sharing its tensors' memory instead of copying
+   * it; false when it cannot, and the bytes must be written as usual.
+   */
+  adopt?(bytes: DeferredBytes): boolean;
 }
 
 /** Options of {@link Transport.request}. */
@@ -70,6 +92,13 @@ export interface InboundMessage {
   readonly data: Uint8Array;
   /** Set when the sender waits for an answer. */
   readonly reply?: string;
+  /**
+   * The message as its sender made it, when that was deferred bytes of this
+   * same process (the in-process transport): decode it with
+   * `codec.decodePayload` to share its tensors instead of copying them. `data`
+   * then reads it whole on first use.
+   */
+  readonly payload?: DeferredBytes;
   /** Sends `data` to the reply subject; false when there is none or it failed. */
   respond(data: Payload): boolean;
 }
