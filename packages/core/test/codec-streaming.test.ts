@@ -108,7 +108,7 @@ test.serial('streaming - the WASM heap growing while a frame arrives does not di
   x.dispose();
   const grown: Tensor[] = [];
   const decoder = codec.decoder(frame.byteLength)!;
-  feed(decoder, frame, [8, 4 << 20], () => {
+  feed(decoder, frame, [8, 64 << 10], () => {
     if (grown.length < 12) grown.push(tf.ones([8 << 20])); // 32 MB each: the heap grows under the reads
   });
   const [got] = decoder.result() as [Tensor];

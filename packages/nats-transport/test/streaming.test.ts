@@ -1,7 +1,11 @@
 import test from 'ava';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { once } from 'node:events';
-import { defaultCodec, STREAM_MIN_BYTES, tf, type DeferredBytes } from '@tensorbus/core';
+import { defaultCodec, STREAM_MIN_BYTES, tf, type DeferredBytes, type FrameDecoder } from '@tensorbus/core';
+import { releaseOutgoing } from '@tensorbus/core/internal';
+import { natsTransport } from '../src/index.js';
+import type { NatsTransport } from '../src/internal.js';
+import { sharedNatsServer } from '../src/testing/index.js';
 import { replyHeader, REPLY_OK } from '../src/direct/direct-protocol.js';
 import { FrameWriter } from '../src/direct/frame-writer.js';
 import { ConnectionLostError, PeerConnection } from '../src/direct/peer-connection.js';
@@ -115,4 +119,43 @@ test.serial('streaming - a reply cut off while it arrives into tensor memory fai
   t.is(sunk, 1, 'the reply went to the sink');
   t.is(tf.memory().numTensors, baseline);
   server.close();
+});
+
+test.serial('streaming - over a TCP route a 4 MB request and its reply travel deferred and arrive intact, leaving no tensors', async (t) => {
+  const server = await sharedNatsServer();
+  const namespace = `s${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
+  const options = { servers: server.url, namespace, direct: { sharedMemory: false } };
+  const a = (await natsTransport(options)) as NatsTransport;
+  const b = (await natsTransport(options)) as NatsTransport;
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  // The responder echoes what it decodes, as a deferred frame.
+  b.subscribe('echo', (message) => {
+    const value = defaultCodec.decode(message.data) as tf.Tensor[];
+    const answer = defaultCodec.encodeOutgoing(value);
+    message.respond(answer);
+    releaseOutgoing(answer);
+    for (const tensor of value) tensor.dispose();
+  }, { exclusive: true });
+  await b.flush();
+  await a.request('echo', defaultCodec.encode([])); // the reply offers the route
+  const baseline = tf.memory().numTensors;
+  const x = tf.tensor1d(Float32Array.from({ length: 2 ** 20 }, (_, i) => i % 1009));
+  const expected = Buffer.from(x.dataSync().buffer);
+  const frame = defaultCodec.encodeOutgoing([x]);
+  t.false(frame instanceof Uint8Array, `4 MB is over the ${STREAM_MIN_BYTES}-byte threshold`);
+  x.dispose();
+  let decoder: FrameDecoder | undefined;
+  const reply = await a.request('echo', frame, { replySink: (size) => (decoder = defaultCodec.decoder(size)) });
+  releaseOutgoing(frame);
+  t.is(reply.byteLength, 0, 'the reply went into the sink');
+  const [y] = decoder!.result() as tf.Tensor[];
+  t.true(Buffer.from(y!.dataSync().buffer).equals(expected));
+  y!.dispose();
+  t.like(a.directStats, { streamedSent: 1, streamedReceived: 1, sharedRequests: 0 });
+  t.like(b.directStats, { streamedSent: 1 });
+  for (let i = 0; i < 50 && tf.memory().numTensors !== baseline; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.is(tf.memory().numTensors, baseline);
 });

@@ -75,12 +75,13 @@ export interface Codec {
 
 const streamMinFromEnv = Number(process.env.TENSORBUS_STREAM_MIN_BYTES);
 /**
- * Frames with at least this much tensor data are sent and received piece by
- * piece (default 64 MiB, `TENSORBUS_STREAM_MIN_BYTES`): below it a whole
- * transfer buffer costs little and same-host calls need the frame whole in
- * shared memory.
+ * Frames with at least this much tensor data are deferred: read out of tensor
+ * memory as they are sent (over TCP), decoded as they arrive, and shared
+ * in-process (default 1 MiB, `TENSORBUS_STREAM_MIN_BYTES`). Paths that need
+ * a frame whole (shared memory between processes, the bus) read it into a
+ * buffer first. Below it a copy costs less than the bookkeeping.
  */
-export const STREAM_MIN_BYTES = Number.isSafeInteger(streamMinFromEnv) && streamMinFromEnv > 0 ? streamMinFromEnv : 64 * 2 ** 20;
+export const STREAM_MIN_BYTES = Number.isSafeInteger(streamMinFromEnv) && streamMinFromEnv > 0 ? streamMinFromEnv : 2 ** 20;
 
 // Objects of any size (variableMapSize), no records or structured-clone references either way.
 // Byte strings are copied out of the frame (copyBuffers), so a decoded value never keeps a frame alive

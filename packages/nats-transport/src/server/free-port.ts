@@ -26,8 +26,11 @@ export async function waitForPort(port: number, timeoutMs: number, alive: () => 
     const open = await new Promise<boolean>((resolve) => {
       const socket = createConnection({ host: '127.0.0.1', port });
       socket.once('connect', () => {
+        // A port in the ephemeral range nobody listens on yet can connect to itself (TCP
+        // simultaneous open, when the kernel picks that same port as the source): not a listener.
+        const self = socket.localPort === port;
         socket.destroy();
-        resolve(true);
+        resolve(!self);
       });
       socket.once('error', () => resolve(false));
     });
