@@ -51,7 +51,7 @@ export class FrameDecoder implements FrameSink {
   private session: DecodeSession | undefined;
   private value: unknown;
   private error: Error | undefined;
-  /** The caller took the result, or said it never will; the transport is done writing. */
+  /** The caller took the result: its tensors are the caller's. */
   private taken = false;
   private abandoned = false;
   private failed = false;
