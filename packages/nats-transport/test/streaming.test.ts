@@ -121,7 +121,7 @@ test.serial('streaming - a reply cut off while it arrives into tensor memory fai
   server.close();
 });
 
-test.serial('streaming - over a TCP route a 4 MB request and its reply travel deferred and arrive intact, leaving no tensors', async (t) => {
+test.serial('streaming - over a TCP route a request and its reply travel deferred and arrive intact while the WASM heap grows, leaving no tensors', async (t) => {
   const server = await sharedNatsServer();
   const namespace = `s${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
   const options = { servers: server.url, namespace, direct: { sharedMemory: false } };
@@ -142,13 +142,19 @@ test.serial('streaming - over a TCP route a 4 MB request and its reply travel de
   await b.flush();
   await a.request('echo', defaultCodec.encode([])); // the reply offers the route
   const baseline = tf.memory().numTensors;
-  const x = tf.tensor1d(Float32Array.from({ length: 2 ** 20 }, (_, i) => i % 1009));
+  const x = tf.tensor1d(Float32Array.from({ length: 2 ** 24 }, (_, i) => i % 1009));
   const expected = Buffer.from(x.dataSync().buffer);
   const frame = defaultCodec.encodeOutgoing([x]);
-  t.false(frame instanceof Uint8Array, `4 MB is over the ${STREAM_MIN_BYTES}-byte threshold`);
+  t.false(frame instanceof Uint8Array, `64 MB is over the ${STREAM_MIN_BYTES}-byte threshold`);
   x.dispose();
+  // While the bytes arrive into tensor memory, other code keeps growing the WASM heap.
+  const grown: tf.Tensor[] = [];
+  const grow = setInterval(() => grown.length < 10 && grown.push(tf.ones([2 ** 23])), 1);
   let decoder: FrameDecoder | undefined;
   const reply = await a.request('echo', frame, { replySink: (size) => (decoder = defaultCodec.decoder(size)) });
+  clearInterval(grow);
+  t.true(grown.length > 0);
+  for (const tensor of grown) tensor.dispose();
   releaseOutgoing(frame);
   t.is(reply.byteLength, 0, 'the reply went into the sink');
   const [y] = decoder!.result() as tf.Tensor[];
