@@ -1,10 +1,11 @@
 import test from 'ava';
 import type { Tensor } from '@tensorflow/tfjs';
-import { InvalidArgumentError, RemoteError, RpcFuture, RpcTimeoutError, SerializationError, STREAM_MIN_BYTES, tf, UnknownFunctionError } from '@tensorbus/core';
+import { InvalidArgumentError, localTransport, RemoteError, RpcFuture, RpcTimeoutError, SerializationError, STREAM_MIN_BYTES, tf, UnknownFunctionError, type Transport } from '@tensorbus/core';
 import type { DirectStats } from '@tensorbus/nats-transport';
 import { addNumbers, add, callerOf, echo, tile, fail, failAsync, hop, nested, returnsFunction, sleep, whoAmI } from './fixtures/functions.js';
 import { bytesOf, eventually, patternTensor, startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
+import { initRpc } from '../src/index.js';
 
 test.after.always(stopEverything);
 
@@ -200,3 +201,35 @@ for (const kind of transportKinds()) {
     await stopAll(agents);
   });
 }
+
+/** `base` as a transport written before deferred bytes existed: it says nothing of them, and records what it is given. */
+function bytesOnly(base: Transport, given: unknown[]): Transport {
+  return {
+    kind: base.kind,
+    maxPayload: base.maxPayload,
+    status$: base.status$,
+    request: (subject, data, options) => {
+      given.push(data);
+      return base.request(subject, data, options);
+    },
+    publish: (subject, data) => base.publish(subject, data),
+    subscribe: (subject, handler, options) =>
+      base.subscribe(subject, (m) => handler({ subject: m.subject, data: m.data, reply: m.reply, respond: (answer) => (given.push(answer), m.respond(answer)) }), options),
+    flush: () => base.flush(),
+    close: () => base.close(),
+  };
+}
+
+test('rpc - a transport that does not take deferred bytes is given whole frames, large tensors included', async (t) => {
+  const bus = `bytes-only-${process.pid}`;
+  const given: unknown[] = [];
+  const agents = await Promise.all(['a', 'b'].map((name) => initRpc({ name, transport: bytesOnly(localTransport({ bus }), given), heartbeatMs: 100, failureTimeoutMs: 600 })));
+  const x = patternTensor(2 ** 20, 14);
+  const back = (await agents[0]!.rpcSync('b', echo, [x])) as Tensor;
+  t.true(bytesOf(back).equals(bytesOf(x)));
+  t.true(given.length >= 2);
+  t.true(given.every((data) => data instanceof Uint8Array));
+  back.dispose();
+  x.dispose();
+  await stopAll(agents);
+});

@@ -41,6 +41,7 @@ interface Pending {
 /** A Transport on one NATS connection. */
 export class NatsTransport implements Transport {
   readonly kind = 'nats';
+  readonly takesDeferredBytes = true;
   readonly maxPayload: number;
   readonly status$ = new BehaviorSubject<TransportStatus>('connected');
   private readonly prefix: string;

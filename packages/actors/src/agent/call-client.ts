@@ -96,7 +96,7 @@ export class CallClient {
   private async send(to: string, request: unknown[], fn: string, options: CallOptions): Promise<unknown> {
     const context: WireContext = { agent: this.agent, peer: to };
     // Large tensors are read out of tensor memory as they are sent, and a large reply is decoded as it arrives.
-    const payload = defaultCodec.encodeOutgoing(request, context);
+    const payload = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing(request, context) : defaultCodec.encode(request, context);
     let decoder: FrameDecoder | undefined;
     let over = false;
     // A reply that comes after the call is over (timed out, aborted) is not decoded at all.

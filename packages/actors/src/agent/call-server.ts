@@ -109,7 +109,7 @@ export class CallServer {
     let bytes: Payload;
     try {
       // A large result is read out of tensor memory as it is sent (it is kept until then).
-      bytes = defaultCodec.encodeOutgoing([OK, result], context);
+      bytes = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing([OK, result], context) : defaultCodec.encode([OK, result], context);
     } catch (error) {
       disposeTransient(request.args, result);
       const reason = error instanceof Error ? error.message : String(error);

@@ -135,6 +135,7 @@ export interface LocalTransportOptions {
 
 class LocalTransport implements Transport {
   readonly kind = 'local';
+  readonly takesDeferredBytes = true;
   readonly maxPayload: number;
   readonly status$ = new BehaviorSubject<TransportStatus>('connected');
   closed = false;

@@ -132,6 +132,11 @@ export interface Transport {
   readonly kind: string;
   /** Largest single payload accepted by `request`/`publish`/`respond`. */
   readonly maxPayload: number;
+  /**
+   * True when `request` and `respond` take {@link DeferredBytes} (large
+   * frames read as they are sent); other transports are given whole bytes.
+   */
+  readonly takesDeferredBytes?: boolean;
   /** Current status, then every change. */
   readonly status$: Observable<TransportStatus>;
   /**
