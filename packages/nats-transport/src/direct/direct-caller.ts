@@ -126,10 +126,10 @@ export class DirectCaller {
       sunk = taken !== undefined;
       return taken;
     });
-    const shared = route.hostId === this.self && !this.noSharedMemory.has(endpoint) && this.segments !== undefined;
-    // A deferred frame small enough for a segment goes whole, by reference.
-    let data = !(payload instanceof Uint8Array) && shared && payload.byteLength <= this.segments!.maxFrameBytes ? payload.toBytes() : payload;
-    const ref = shared && data instanceof Uint8Array ? this.segments!.refOf(data) : undefined;
+    const sameHost = route.hostId === this.self && !this.noSharedMemory.has(endpoint);
+    const placed = sameHost && this.segments ? this.segments.place(payload) : { data: payload, ref: undefined };
+    const ref = placed.ref;
+    let data = placed.data;
     if (ref) {
       const reply = await this.callShared(connection, subject, route.token, data as Uint8Array, ref, sink);
       if (sunk) this.streamedReceived++;

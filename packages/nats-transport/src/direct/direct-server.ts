@@ -233,9 +233,7 @@ export class DirectServer {
     handler(data, (answer) => {
       if (answered || socket.destroyed) return false;
       answered = true;
-      // A deferred answer small enough for a segment goes whole, by reference.
-      const whole = shared && this.segments && !(answer instanceof Uint8Array) && answer.byteLength <= this.segments.maxFrameBytes ? answer.toBytes() : answer;
-      const ref = shared && whole instanceof Uint8Array ? this.segments?.refOf(whole) : undefined;
+      const { data: whole, ref } = shared && this.segments ? this.segments.place(answer) : { data: answer, ref: undefined };
       if (ref) {
         // Lent to the requester until it gives the segment back (or the connection closes).
         this.sockets.get(socket)?.set(ref.id, whole as Uint8Array);
@@ -255,10 +253,10 @@ export class DirectServer {
 
   /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */
   private reply(socket: Socket, id: number, status: number, body: Payload, onWritten?: () => void): void {
-    const streamed = !(body instanceof Uint8Array);
-    this.writers.get(socket)?.write(replyHeader(id, status, body.byteLength), body, () => {
-      if (streamed) this.streamedSent++;
+    const written = body instanceof Uint8Array ? onWritten : () => {
+      this.streamedSent++;
       onWritten?.();
-    });
+    };
+    this.writers.get(socket)?.write(replyHeader(id, status, body.byteLength), body, written);
   }
 }

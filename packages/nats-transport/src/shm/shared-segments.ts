@@ -11,6 +11,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
+import type { Payload } from '@tensorbus/core';
 import { lendForeign, markReceived, type BufferSource } from '@tensorbus/core/internal';
 import type { ShmBinding } from './shm-native.js';
 
@@ -118,6 +119,16 @@ export class SharedSegments implements BufferSource {
     const segment = frame.byteOffset === 0 ? this.own.get(frame.buffer as ArrayBuffer) : undefined;
     if (!segment) return undefined;
     return { pid: process.pid, fd: segment.fd, id: segment.id, size: frame.buffer.byteLength, length: frame.byteLength };
+  }
+
+  /**
+   * `payload` for a same-host route: deferred bytes small enough for a
+   * segment are read into one (a segment must hold the frame whole); `ref` is
+   * the segment the bytes lie in, if any.
+   */
+  place(payload: Payload): { data: Payload; ref: SegmentRef | undefined } {
+    const data = !(payload instanceof Uint8Array) && payload.byteLength <= this.maxFrameBytes ? payload.toBytes() : payload;
+    return { data, ref: data instanceof Uint8Array ? this.refOf(data) : undefined };
   }
 
   /**
