@@ -4,7 +4,7 @@
  * shared nats-server, in a fresh namespace.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { natsTransport } from '@tensorbus/nats-transport';
+import { natsTransport, type NatsTransportOptions } from '@tensorbus/nats-transport';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { initRpc, type RpcAgent } from '../src/index.js';
 
@@ -40,8 +40,11 @@ export function startWorkerProcess(script: string, env: Record<string, string>, 
   return child;
 }
 
-/** Starts `size - 1` processes of `script` and joins them as `p0`; resolves once the group is complete. */
-export async function startProcessGroup(script: string, size: number, timing: Timing = TIMING.relaxed): Promise<ProcessGroup> {
+/**
+ * Starts `size - 1` processes of `script` and joins them as `p0`; resolves once the group is complete.
+ * `callerOptions` go to p0's transport (e.g. `direct: false`).
+ */
+export async function startProcessGroup(script: string, size: number, timing: Timing = TIMING.relaxed, callerOptions: Partial<NatsTransportOptions> = {}): Promise<ProcessGroup> {
   const server = await sharedNatsServer();
   const namespace = `mp${process.pid}x${++namespaces}`;
   const env = { NATS_URL: server.url, TENSORBUS_NAMESPACE: namespace, TENSORBUS_WORLD_SIZE: String(size) };
@@ -49,6 +52,6 @@ export async function startProcessGroup(script: string, size: number, timing: Ti
   const children = Array.from({ length: size - 1 }, (_, i) =>
     startWorkerProcess(script, { ...env, TENSORBUS_NAME: `p${i + 1}`, TENSORBUS_RANK: String(i + 1) }, args),
   );
-  const agent = await initRpc({ name: 'p0', rank: 0, worldSize: size, ...timing, transport: natsTransport({ servers: server.url, namespace }) });
+  const agent = await initRpc({ name: 'p0', rank: 0, worldSize: size, ...timing, transport: natsTransport({ ...callerOptions, servers: server.url, namespace }) });
   return { agent, children, serverUrl: server.url, namespace };
 }

@@ -70,3 +70,6 @@ export function transportKinds(): TransportKind[] {
   const wanted = process.env.TENSORBUS_TEST_TRANSPORTS?.split(',').map((s) => s.trim());
   return wanted ? kinds.filter((k) => wanted.includes(k.name)) : kinds;
 }
+
+/** A plain nats.js connection, for tests that act as a hostile or foreign client on the bus. */
+export { connect as connectRawNats, headers as natsHeaders, type NatsConnection as RawNatsConnection } from 'nats';
