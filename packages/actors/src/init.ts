@@ -6,6 +6,7 @@ import { InvalidArgumentError, ShutdownError } from '@tensorbus/core';
 import { callScope } from './agent/call-context.js';
 import { resolveOptions, type InitRpcOptions } from './agent/options.js';
 import { RpcAgent } from './agent/rpc-agent.js';
+import { watchLauncher } from './cli/launcher-watch.js';
 
 const running = new Set<RpcAgent>();
 
@@ -36,6 +37,7 @@ export async function initRpc(options: InitRpcOptions = {}): Promise<RpcAgent> {
     throw error;
   }
   running.add(agent);
+  watchLauncher();
   agent.whenStopped(() => running.delete(agent));
   return agent;
 }

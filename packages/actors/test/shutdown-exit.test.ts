@@ -1,12 +1,13 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 
 const worker = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 
 test('shutdown - a process exits promptly once its agent has shut down (no timer left behind)', async (t) => {
-  const env: NodeJS.ProcessEnv = { ...process.env, TENSORBUS_NAME: 'exit-w', TENSORBUS_QUIET: '1' };
-  delete env.NATS_URL;
+  const server = await sharedNatsServer();
+  const env: NodeJS.ProcessEnv = { ...process.env, TENSORBUS_NAME: 'exit-w', TENSORBUS_QUIET: '1', NATS_URL: server.url, TENSORBUS_NAMESPACE: `exit${process.pid}` };
   delete env.TENSORBUS_WORLD_SIZE;
   delete env.TENSORBUS_RANK;
   const child = spawn(process.execPath, [worker, '--leave'], { env, stdio: ['ignore', 'pipe', 'inherit'] });

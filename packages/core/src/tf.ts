@@ -45,12 +45,42 @@ async function loadNode(): Promise<Loaded | string> {
   }
 }
 
+type ProcessEvent = 'uncaughtException' | 'unhandledRejection';
+
+/**
+ * Runs `load` and removes the process-wide error handlers it installed: the
+ * WebAssembly module's Emscripten glue adds an `uncaughtException` handler
+ * that rethrows from inside the glue (every error of the user's then points
+ * at tf-backend-wasm.node.js and exits with code 7) and an
+ * `unhandledRejection` one; without them, errors are reported as Node reports
+ * them.
+ */
+async function withoutProcessHandlers<T>(load: () => Promise<T>): Promise<T> {
+  type Listener = (...args: unknown[]) => void;
+  const events: ProcessEvent[] = ['uncaughtException', 'unhandledRejection'];
+  const listeners = (event: ProcessEvent) => (process.listeners as (event: string) => Listener[])(event);
+  const before = new Map(events.map((event) => [event, new Set(listeners(event))]));
+  try {
+    return await load();
+  } finally {
+    for (const event of events) {
+      for (const listener of listeners(event)) {
+        if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+      }
+    }
+  }
+}
+
 async function loadWasmOrCpu(tfjs: Tf, prefer: 'wasm' | 'cpu', why: string): Promise<Loaded> {
   if (prefer === 'wasm') {
     try {
-      await import('@tensorflow/tfjs-backend-wasm');
-      if (await tfjs.setBackend('wasm')) {
+      const ready = await withoutProcessHandlers(async () => {
+        await import('@tensorflow/tfjs-backend-wasm');
+        if (!(await tfjs.setBackend('wasm'))) return false;
         await tfjs.ready();
+        return true;
+      });
+      if (ready) {
         speedUpWasmTransposedMatMul(tfjs);
         return { tf: tfjs, backend: 'wasm', reason: why };
       }

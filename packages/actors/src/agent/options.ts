@@ -52,7 +52,18 @@ function checkCount(label: string, value: number | undefined, min: number): void
 /** Applies defaults and the environment; throws InvalidArgumentError on bad values. */
 export function resolveOptions(options: InitRpcOptions): ResolvedOptions {
   const name = options.name ?? process.env.TENSORBUS_NAME;
+  if (name === undefined) {
+    throw new InvalidArgumentError(
+      'this worker has no name: pass initRpc({ name }) or set TENSORBUS_NAME; `tensorbus launch -n N script.js` starts N workers with their names, ranks and an embedded nats-server',
+    );
+  }
   validateWorkerName(name);
+  if (options.transport === undefined && !process.env.NATS_URL && options.name === undefined) {
+    // Named by the environment as by the launcher, yet no bus: it would be alone on the in-process bus.
+    throw new InvalidArgumentError(
+      `TENSORBUS_NAME=${name} is set but NATS_URL is not, so this worker could reach no other process: set NATS_URL=nats://host:4222, start the workers with \`tensorbus launch\`, or pass initRpc({ transport: localTransport() }) for workers in one process`,
+    );
+  }
   const worldSize = options.worldSize ?? envInt('TENSORBUS_WORLD_SIZE');
   const rank = options.rank ?? envInt('TENSORBUS_RANK');
   checkCount('worldSize', worldSize, 1);

@@ -11,6 +11,8 @@ export interface LaunchArgs {
   namespace: string | undefined;
   script: string;
   scriptArgs: string[];
+  /** How long workers may take to stop after an interrupt or a failure before they are killed, ms. */
+  graceMs: number | undefined;
 }
 
 /** Options of `tensorbus status`. */
@@ -24,10 +26,12 @@ export interface StatusArgs {
 export type CliArgs = LaunchArgs | StatusArgs | { command: 'help' };
 
 export const USAGE = `usage:
-  tensorbus launch -n N [--names a,b,...] [--namespace NS] script.js [args...]
+  tensorbus launch -n N [--names a,b,...] [--namespace NS] [--grace S] script.js [args...]
       Starts N processes of script.js with TENSORBUS_NAME, TENSORBUS_RANK,
       TENSORBUS_WORLD_SIZE and NATS_URL set. Starts an embedded nats-server
       when NATS_URL is not set. Exits non-zero, stopping the rest, when one fails.
+      Ctrl-C asks every worker to stop (SIGINT); a second Ctrl-C, or --grace
+      seconds (default 30), kills them. Exit code: the failing worker's, or 130.
   tensorbus status [--server URL] [--namespace NS] [--wait MS]
       Lists the workers of a namespace (server: NATS_URL by default).`;
 
@@ -50,12 +54,14 @@ function parseLaunch(rest: string[]): LaunchArgs {
   let count: number | undefined;
   let names: string[] | undefined;
   let namespace: string | undefined;
+  let graceMs: number | undefined;
   let i = 0;
   for (; i < rest.length; i++) {
     const arg = rest[i]!;
     if (arg === '-n' || arg === '--nproc') count = Number(take(rest, i++, arg));
     else if (arg === '--names') names = take(rest, i++, arg).split(',').filter(Boolean);
     else if (arg === '--namespace') namespace = take(rest, i++, arg);
+    else if (arg === '--grace') graceMs = Number(take(rest, i++, arg)) * 1000;
     else if (arg.startsWith('-')) throw new Error(`unknown option '${arg}'\n${USAGE}`);
     else break;
   }
@@ -65,7 +71,8 @@ function parseLaunch(rest: string[]): LaunchArgs {
   if (!Number.isInteger(count) || count < 1) throw new Error(`-n must be a positive integer\n${USAGE}`);
   names ??= Array.from({ length: count }, (_, k) => `worker${k}`);
   if (names.length !== count) throw new Error(`--names lists ${names.length} names for -n ${count}`);
-  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1) };
+  if (graceMs !== undefined && !(graceMs >= 0)) throw new Error(`--grace must be a number of seconds\n${USAGE}`);
+  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1), graceMs };
 }
 
 function parseStatus(rest: string[]): StatusArgs {

@@ -1,6 +1,15 @@
 /**
  * `tensorbus launch`: starts N worker processes on one bus, prefixes their
  * output with their names, and stops them all when one fails.
+ *
+ * Signals, as torchrun handles them: the workers and the embedded nats-server
+ * each run in a process group of their own, so a terminal's Ctrl-C reaches
+ * the launcher alone. The first SIGINT/SIGTERM is passed on to every worker
+ * once (they may shut down gracefully; the bus stays up for that); a second
+ * one, or the end of the grace period, kills them. The nats-server is stopped
+ * last. The exit code is the failing worker's, or 130 (143 for SIGTERM) after
+ * an interrupt. Workers watch the launcher (`TENSORBUS_LAUNCHER_PID`) and stop
+ * if it dies without telling them.
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -8,9 +17,18 @@ import { createInterface } from 'node:readline';
 import { startNatsServer } from '@tensorbus/nats-transport';
 import type { LaunchArgs } from './args.js';
 
+/** Exit codes after an interrupt, as a shell reports them (128 + signal number). */
+const INTERRUPT_CODES: Partial<Record<NodeJS.Signals, number>> = { SIGINT: 130, SIGTERM: 143 };
+/** Workers that have not stopped this long after a failure or an interrupt are killed, ms. */
+const DEFAULT_GRACE_MS = 30_000;
+
 function pipeLines(stream: NodeJS.ReadableStream | null, prefix: string, out: NodeJS.WriteStream): void {
   if (!stream) return;
   createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => out.write(`${prefix}${line}\n`));
+}
+
+function say(line: string): void {
+  process.stderr.write(`[tensorbus] ${line}\n`);
 }
 
 /** Runs the launch; resolves with the exit code for the launcher. */
@@ -18,22 +36,50 @@ export async function launch(args: LaunchArgs): Promise<number> {
   let url = process.env.NATS_URL;
   let server: { stop(): Promise<void> } | undefined;
   if (!url) {
-    const started = await startNatsServer();
+    const started = await startNatsServer({ ownProcessGroup: true });
     server = started;
     url = started.url;
-    process.stderr.write(`[tensorbus] started an embedded nats-server at ${url} (pid ${started.pid})\n`);
+    say(`started an embedded nats-server at ${url} (pid ${started.pid})`);
   }
+  const graceMs = args.graceMs ?? DEFAULT_GRACE_MS;
   const width = Math.max(...args.names.map((n) => n.length));
   const children = new Map<string, ChildProcess>();
   let exitCode = 0;
   let stopping = false;
+  let killTimer: NodeJS.Timeout | undefined;
+  const alive = () => [...children.values()].filter((c) => c.exitCode === null && c.signalCode === null);
+  const signalAll = (signal: NodeJS.Signals) => {
+    for (const child of alive()) {
+      try {
+        // The worker's whole group: what it started goes too.
+        process.kill(-child.pid!, signal);
+      } catch {
+        child.kill(signal);
+      }
+    }
+  };
+  /** Asks every worker to stop with `signal`, and kills those still running after the grace period. */
   const stopAll = (signal: NodeJS.Signals) => {
     stopping = true;
-    for (const child of children.values()) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    signalAll(signal);
+    killTimer ??= setTimeout(() => {
+      const left = alive();
+      if (left.length > 0) say(`${left.length} worker(s) still running ${graceMs / 1000} s later: killing them`);
+      signalAll('SIGKILL');
+    }, graceMs);
+    killTimer.unref();
   };
+  let interrupts = 0;
   const onSignal = (signal: NodeJS.Signals) => {
-    exitCode ||= 130;
-    stopAll(signal);
+    interrupts++;
+    exitCode = INTERRUPT_CODES[signal] ?? 130;
+    if (interrupts === 1) {
+      say(`${signal}: asking the workers to stop (again to kill them)`);
+      stopAll(signal);
+    } else {
+      say(`${signal} again: killing the workers`);
+      signalAll('SIGKILL');
+    }
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -42,12 +88,14 @@ export async function launch(args: LaunchArgs): Promise<number> {
       new Promise<void>((resolve) => {
         const child = spawn(process.execPath, [args.script, ...args.scriptArgs], {
           stdio: ['ignore', 'pipe', 'pipe'],
+          detached: true,
           env: {
             ...process.env,
             NATS_URL: url,
             TENSORBUS_NAME: name,
             TENSORBUS_RANK: String(rank),
             TENSORBUS_WORLD_SIZE: String(args.count),
+            TENSORBUS_LAUNCHER_PID: String(process.pid),
             ...(args.namespace ? { TENSORBUS_NAMESPACE: args.namespace } : {}),
           },
         });
@@ -57,21 +105,21 @@ export async function launch(args: LaunchArgs): Promise<number> {
         pipeLines(child.stderr, prefix, process.stderr);
         child.on('exit', (code, signal) => {
           if ((code !== 0 || signal) && !stopping) {
-            process.stderr.write(`[tensorbus] ${name} exited with ${signal ?? `code ${code}`}: stopping the other workers\n`);
+            say(`${name} exited with ${signal ?? `code ${code}`}: stopping the other workers`);
             exitCode = code || 1;
             stopAll('SIGTERM');
-            setTimeout(() => stopAll('SIGKILL'), 5_000).unref();
           }
           resolve();
         });
         child.on('error', (error) => {
-          process.stderr.write(`[tensorbus] cannot start ${name}: ${error.message}\n`);
+          say(`cannot start ${name}: ${error.message}`);
           exitCode ||= 1;
           resolve();
         });
       }),
   );
   await Promise.all(exits);
+  clearTimeout(killTimer);
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
   await server?.stop();

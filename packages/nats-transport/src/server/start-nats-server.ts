@@ -32,6 +32,12 @@ export interface NatsServerOptions {
   verbose?: boolean;
   /** How long to wait for the server to listen, ms (default 10,000). */
   startTimeoutMs?: number;
+  /**
+   * Runs the server in a process group of its own, so a terminal's Ctrl-C
+   * (SIGINT to the foreground group) does not reach it: its starter stops it
+   * when it is done (the launcher does, after its workers). Default false.
+   */
+  ownProcessGroup?: boolean;
 }
 
 /** A running nats-server. */
@@ -106,7 +112,11 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   let child: ChildProcess;
   let log = '';
   const launch = async () => {
-    child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ? { ...process.env, ...options.env } : process.env });
+    child = spawn(binary, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: options.env ? { ...process.env, ...options.env } : process.env,
+      detached: options.ownProcessGroup === true,
+    });
     running.add(child);
     const collect = (chunk: Buffer) => {
       log = (log + chunk.toString()).slice(-8_000);
