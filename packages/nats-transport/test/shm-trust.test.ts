@@ -1,11 +1,16 @@
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, connect as tcpConnect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { InboundMessage } from '@tensorbus/core';
 import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
 import { natsTransport } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
 import { hostId } from '../src/direct/direct-protocol.js';
+import { provePeer } from '../src/shm/socket-peer.js';
 import { sharedNatsServer } from '../src/testing/index.js';
 import { answerPlusOne, isPlusOne, pattern } from './fixtures/shm-bytes.js';
 
@@ -105,4 +110,70 @@ test('shared memory - a reply naming a third process\'s segment is refused: the 
   t.is((error as { code?: string }).code, 'TRANSPORT', `failed with ${String(error)}`);
   t.false([...mappedSegments(requester).keys()].some((key) => key.startsWith(`${secret.pid}:`)), 'the third process\'s segment was never mapped');
   t.like(requester.directStats, { sharedRequests: 1, sharedReplies: 0 });
+});
+
+test('shared memory - a path-only descriptor of a file its holder may not read is refused, never read with the worker\'s rights', async (t) => {
+  if (process.getuid?.() !== 0) {
+    t.log('not root: the worker has no more rights than the intruder here; the memfd check is covered by the tests above');
+    t.pass();
+    return;
+  }
+  const namespace = `sp${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
+  const worker = await transport(t, namespace);
+  const honest = await transport(t, namespace);
+  let ran = 0;
+  worker.subscribe('svc', (message: InboundMessage) => {
+    ran++;
+    answerPlusOne(message);
+  }, { exclusive: true });
+  await worker.flush();
+  t.true(await call(honest, 100, 1));
+  const [[subject, route]] = [...routesOf(honest)];
+  const ranBefore = ran;
+  // A file only root may read, in a directory anyone may pass through.
+  const dir = mkdtempSync(join(tmpdir(), 'tb-secret-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  chmodSync(dir, 0o755);
+  const secretFile = join(dir, 'secret');
+  writeFileSync(secretFile, 'root only: the weights of the model', { mode: 0o600 });
+  const task = { host: route!.host, port: route!.port, token: route!.token.toString('hex'), subject: subject!, pid: 0, fd: 0, size: 0, uid: NOBODY, pathOnly: secretFile };
+  const answer = await firstLine<{ uid: number; status: number; size: number; body: string }>(t, 'shm-intruder', [JSON.stringify(task)], false);
+  t.is(answer.uid, NOBODY);
+  t.is(answer.status, 0x04, 'refused with "cannot map"');
+  t.false(answer.body.includes('tppu!pomz'), 'nothing of the file came back (plus one per byte)');
+  t.is(ran, ranBefore, 'the worker never ran it');
+  t.true(await call(honest, FOUR_MB, 2), 'and goes on serving');
+});
+
+/** A loopback connection whose accepted end is handed to `use`; `client` makes the other end (this process, or a child). */
+async function acceptedEnd(host: string, client: (port: number) => void): Promise<{ accepted: Socket; close: () => void }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+  client((server.address() as { port: number }).port);
+  const socket = await accepted;
+  return { accepted: socket, close: () => (socket.destroy(), server.close()) };
+}
+
+test('shared memory - the peer of a connection is the process holding its other end, over IPv4 and IPv6 loopback, and no other', async (t) => {
+  for (const host of ['127.0.0.1', '::1']) {
+    let mine: Socket | undefined;
+    const own = await acceptedEnd(host, (port) => (mine = tcpConnect({ host, port })));
+    await new Promise((resolve) => mine!.once('connect', resolve));
+    t.like(provePeer(own.accepted, process.pid), { pid: process.pid, uid: process.getuid!() }, `${host}: this process holds the client end`);
+    t.is(provePeer(own.accepted, process.ppid), undefined, `${host}: the parent does not`);
+    mine!.destroy();
+    own.close();
+
+    // The other end in a child process: the child is the peer, this process is not (it holds only the accepted end).
+    let child: ReturnType<typeof spawn> | undefined;
+    const other = await acceptedEnd(host, (port) => {
+      child = spawn(process.execPath, ['-e', `require('net').connect({ host: '${host}', port: ${port} }); setInterval(() => {}, 1000)`], { stdio: 'ignore' });
+    });
+    t.teardown(() => child!.kill('SIGKILL'));
+    t.like(provePeer(other.accepted, child!.pid!), { pid: child!.pid }, `${host}: the child holds the client end`);
+    t.is(provePeer(other.accepted, process.pid), undefined, `${host}: this process is not the peer of its own accepted socket`);
+    child!.kill('SIGKILL');
+    other.close();
+  }
 });
