@@ -44,17 +44,28 @@ export class TwoHosts {
     const tag = `${process.pid.toString(36)}${Math.random().toString(36).slice(2, 6)}`;
     this.names = [`tb${tag}a`, `tb${tag}b`];
     const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'pipe' });
-    ip('netns', 'add', this.names[0]);
-    ip('netns', 'add', this.names[1]);
     // veth names are at most 15 characters.
     const [va, vb] = [`tv${tag}a`.slice(0, 15), `tv${tag}b`.slice(0, 15)];
-    ip('link', 'add', va, 'type', 'veth', 'peer', 'name', vb);
-    ip('link', 'set', va, 'netns', this.names[0]);
-    ip('link', 'set', vb, 'netns', this.names[1]);
-    for (const [i, dev] of [va, vb].entries()) {
-      ip('-n', this.names[i]!, 'addr', 'add', `${this.addresses[i]}/24`, 'dev', dev);
-      ip('-n', this.names[i]!, 'link', 'set', dev, 'up');
-      ip('-n', this.names[i]!, 'link', 'set', 'lo', 'up');
+    try {
+      ip('netns', 'add', this.names[0]);
+      ip('netns', 'add', this.names[1]);
+      ip('link', 'add', va, 'type', 'veth', 'peer', 'name', vb);
+      ip('link', 'set', va, 'netns', this.names[0]);
+      ip('link', 'set', vb, 'netns', this.names[1]);
+      for (const [i, dev] of [va, vb].entries()) {
+        ip('-n', this.names[i]!, 'addr', 'add', `${this.addresses[i]}/24`, 'dev', dev);
+        ip('-n', this.names[i]!, 'link', 'set', dev, 'up');
+        ip('-n', this.names[i]!, 'link', 'set', 'lo', 'up');
+      }
+    } catch (error) {
+      // Half made: take down what was (a veth still in this namespace goes with its peer).
+      this.remove();
+      try {
+        ip('link', 'del', va);
+      } catch {
+        // Not made, or moved into a namespace that is gone.
+      }
+      throw error;
     }
   }
 
