@@ -2,7 +2,8 @@
  * Shared-memory segments for the same-host data plane (see docs/data-plane.md).
  *
  *   create(size)            -> [fd, ArrayBuffer]  anonymous memory file (memfd), mapped read-write
- *   open(pid, fd, size)     -> ArrayBuffer        another process's segment, through /proc/<pid>/fd/<fd>
+ *   open(pid, fd, size, uid) -> ArrayBuffer       another process's segment, through /proc/<pid>/fd/<fd>:
+ *                                                 only an anonymous memory file (memfd) owned by uid, of exactly size bytes
  *   close(fd)                                     closes a segment's file descriptor
  *
  * A mapping is unmapped when its ArrayBuffer is garbage-collected; a
@@ -102,14 +103,15 @@ static napi_value create(napi_env env, napi_callback_info info) {
 }
 
 static napi_value open_segment(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
+  size_t argc = 4;
+  napi_value argv[4];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   int32_t pid, fd;
+  uint32_t uid;
   size_t size;
-  if (argc < 3 || napi_get_value_int32(env, argv[0], &pid) != napi_ok || napi_get_value_int32(env, argv[1], &fd) != napi_ok ||
-      pid <= 0 || fd < 0 || !get_size(env, argv[2], &size)) {
-    napi_throw_type_error(env, NULL, "open(pid, fd, size): positive integers expected");
+  if (argc < 4 || napi_get_value_int32(env, argv[0], &pid) != napi_ok || napi_get_value_int32(env, argv[1], &fd) != napi_ok ||
+      pid <= 0 || fd < 0 || !get_size(env, argv[2], &size) || napi_get_value_uint32(env, argv[3], &uid) != napi_ok) {
+    napi_throw_type_error(env, NULL, "open(pid, fd, size, uid): non-negative integers expected");
     return NULL;
   }
   char path[64];
@@ -121,6 +123,16 @@ static napi_value open_segment(napi_env env, napi_callback_info info) {
   if (fstat(own, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != size) {
     close(own);
     napi_throw_error(env, NULL, "open segment: not a segment of the announced size");
+    return NULL;
+  }
+  /*
+   * Opened with this process's privileges: only memory the peer made itself may be mapped, never a
+   * file it merely holds (a path-only descriptor of a file it may not read would be read here).
+   * A memfd has no name in any file system and answers F_GET_SEALS; it belongs to its creator's user.
+   */
+  if (st.st_nlink != 0 || st.st_uid != (uid_t)uid || fcntl(own, F_GET_SEALS) < 0) {
+    close(own);
+    napi_throw_error(env, NULL, "open segment: not an anonymous memory file of the peer's user");
     return NULL;
   }
   napi_value buffer = map_fd(env, own, size);

@@ -30,7 +30,7 @@ import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
 import { DirectPlane, type DirectStats } from './direct/direct-plane.js';
 import { H_DIRECT, H_ROUTE } from './direct/direct-protocol.js';
 import { connectError, permissionError } from './errors.js';
-import { connectionOptions, type NatsTransportOptions } from './options.js';
+import { busEncrypted, connectionOptions, type NatsTransportOptions } from './options.js';
 
 interface Pending {
   subject: string;
@@ -330,7 +330,8 @@ export async function natsTransport(options: NatsTransportOptions = {}): Promise
   let direct: DirectPlane | undefined;
   if (!directOff) {
     try {
-      direct = await DirectPlane.start(options.direct || {}, options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS);
+      const encrypted = busEncrypted(options, connection.servers as string[], nc.info);
+      direct = await DirectPlane.start(options.direct || {}, options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS, encrypted);
     } catch (error) {
       await nc.close();
       throw new TransportError(`cannot open the direct data port: ${(error as Error).message} (set direct: false to go through NATS only)`, { cause: error });

@@ -42,7 +42,9 @@ export interface NatsTransportOptions {
    * The direct data plane for large payloads: a TCP port per transport from
    * which receivers fetch them, NATS chunks as the fallback. Default on,
    * listening on 127.0.0.1 (same-host peers); `false` (or TENSORBUS_DIRECT=0)
-   * sends everything through NATS.
+   * sends everything through NATS. It is plaintext: when the NATS connection
+   * uses TLS it stays on loopback whatever `host`/`advertise` say, so nothing
+   * crosses the network in clear (same-host calls keep it, and shared memory).
    */
   direct?: false | DirectOptions;
   /** Connection timeout, ms (default 5,000). */
@@ -73,4 +75,13 @@ export function connectionOptions(options: NatsTransportOptions): ConnectionOpti
   const creds = options.creds ?? (options.credsFile ? readFileSync(options.credsFile, 'utf8') : undefined);
   if (creds) out.authenticator = credsAuthenticator(new TextEncoder().encode(creds));
   return out;
+}
+
+/**
+ * True when the NATS connection is encrypted: TLS options given, a `tls://`
+ * server, or a server that requires TLS (`info` is what it announced). The
+ * direct data plane then stays on this host (see DirectPlane.start).
+ */
+export function busEncrypted(options: NatsTransportOptions, servers: string[], info: { tls_required?: boolean; tls_verify?: boolean } | undefined): boolean {
+  return Boolean(options.tls) || servers.some((url) => url.trim().toLowerCase().startsWith('tls://')) || Boolean(info?.tls_required || info?.tls_verify);
 }

@@ -6,6 +6,7 @@
 import { payloadBytes, TransportError, WorkerUnavailableError, type Payload } from '@tensorbus/core';
 import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
+import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
   CALL_HEAD_BYTES,
   hostId,
@@ -87,14 +88,17 @@ export class DirectCaller {
   // Calls may take any time: no stall timeout; a dead responder closes the connection,
   // and its segments are no longer kept mapped here.
   private readonly pool = new ConnectionPool(undefined, (_endpoint, connection) => {
-    const pid = this.responders.get(connection);
-    if (pid !== undefined) this.segments?.forgetProcess(pid);
+    const responder = this.responders.get(connection);
+    if (responder) this.segments?.forgetProcess(responder.pid);
   });
   private readonly self = hostId();
   /** Data ports whose process cannot map this one's segments. */
   private readonly noSharedMemory = new Set<string>();
-  /** The process behind each connection that sent replies in shared memory. */
-  private readonly responders = new WeakMap<PeerConnection, number>();
+  /**
+   * The process shown to hold the other end of each connection that sent
+   * replies in shared memory, or null when the first pid it named was not.
+   */
+  private readonly responders = new WeakMap<PeerConnection, PeerProcess | null>();
 
   /**
    * @param offer offers a large payload on this process's data port (for the
@@ -196,11 +200,15 @@ export class DirectCaller {
       // The request ran: whatever is wrong with its reply, it must not be sent again.
       if (!replyRef) throw new TransportError(`the responder of '${subject}' sent a malformed shared-memory reply`);
       this.calls++;
-      this.sharedReplies++;
-      this.responders.set(connection, replyRef.pid);
       const giveBack = () => connection.send(releaseFrame(replyRef));
+      // Only the responder's own memory is mapped: a reply naming a third process's segment is refused.
+      let responder = this.responders.get(connection);
+      if (responder === undefined) this.responders.set(connection, (responder = provePeer(connection.ends, replyRef.pid) ?? null));
       try {
-        return this.segments!.receive(replyRef, giveBack);
+        if (responder?.pid !== replyRef.pid) throw new Error(`process ${replyRef.pid} is not the responder at the other end`);
+        const reply = this.segments!.receive(replyRef, giveBack, responder);
+        this.sharedReplies++;
+        return reply;
       } catch (error) {
         giveBack();
         throw new TransportError(`cannot map the reply of '${subject}' in shared memory: ${(error as Error).message}`, { cause: error });

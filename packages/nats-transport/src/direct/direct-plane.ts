@@ -10,9 +10,8 @@ import { SharedSegments } from '../shm/shared-segments.js';
 import { loadShm } from '../shm/shm-native.js';
 import { DirectCaller, RouteUnavailableError } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
-import { parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
+import { isLoopback, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
 import { DirectServer, type Offered, type Route, type RouteHandler } from './direct-server.js';
-
 
 /** Counts of what went beside the bus (for tests and the benchmark). */
 export interface DirectStats {
@@ -63,7 +62,13 @@ export class DirectPlane {
   /** Routes learnt from replies, by full subject. */
   private readonly routes = new Map<string, DirectOffer>();
 
-  private constructor(private readonly server: DirectServer, idleTimeoutMs: number, segments: SharedSegments | undefined) {
+  private constructor(
+    private readonly server: DirectServer,
+    idleTimeoutMs: number,
+    segments: SharedSegments | undefined,
+    /** Only loopback endpoints, in both directions (the bus is encrypted and this plane is not). */
+    private readonly confined: boolean,
+  ) {
     this.client = new DirectClient(idleTimeoutMs);
     // Large direct requests are offered for the responder to pull into its own buffer.
     const offer = (data: Payload, onServed: () => void) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined);
@@ -72,10 +77,28 @@ export class DirectPlane {
     if (segments) server.useSharedMemory(segments);
   }
 
-  /** Opens the data port; `idleTimeoutMs` fails a fetch that makes no progress. */
-  static async start(options: DirectOptions, idleTimeoutMs: number): Promise<DirectPlane> {
+  /**
+   * Opens the data port; `idleTimeoutMs` fails a fetch that makes no progress.
+   * `confined` (the NATS connection uses TLS): the direct plane is plaintext,
+   * so it stays on this host — the port listens and is announced on loopback
+   * only, whatever `options` say, and only loopback endpoints are used; calls
+   * and payloads between hosts go through the encrypted bus.
+   */
+  static async start(options: DirectOptions, idleTimeoutMs: number, confined = false): Promise<DirectPlane> {
     const segments = options.sharedMemory === false ? undefined : processSegments();
-    return new DirectPlane(await DirectServer.start(options), idleTimeoutMs, segments);
+    let listen = options;
+    if (confined && !(isLoopback(options.host ?? '127.0.0.1') && isLoopback(options.advertise ?? options.host ?? '127.0.0.1'))) {
+      listen = { ...options, host: '127.0.0.1', advertise: undefined };
+      if (process.env.TENSORBUS_QUIET !== '1') {
+        process.stderr.write(`[tensorbus] NATS uses TLS and the direct data plane does not: its port listens on 127.0.0.1 only, not ${options.host ?? ''}${options.advertise ? ` (advertised ${options.advertise})` : ''}; calls between hosts go through NATS\n`);
+      }
+    }
+    return new DirectPlane(await DirectServer.start(listen), idleTimeoutMs, segments, confined);
+  }
+
+  /** True when `endpoint` may be used from here (under TLS, loopback only: nothing crosses the network in clear). */
+  private allowed(endpoint: DirectOffer): boolean {
+    return !this.confined || isLoopback(endpoint.host);
   }
 
   /** Payloads at least this large are offered on the data plane. */
@@ -100,7 +123,7 @@ export class DirectPlane {
    */
   async fetch(header: string | undefined, size: number): Promise<Uint8Array | undefined> {
     const offer = parseOffer(header);
-    if (!offer || !this.client.reachable(offer)) return undefined;
+    if (!offer || !this.allowed(offer) || !this.client.reachable(offer)) return undefined;
     try {
       return await this.client.fetch(offer, size);
     } catch {
@@ -112,7 +135,7 @@ export class DirectPlane {
   learnRoute(subject: string, header: string | undefined): void {
     if (this.routes.has(subject)) return;
     const route = parseOffer(header);
-    if (route && this.caller.usable(route)) this.routes.set(subject, route);
+    if (route && this.allowed(route) && this.caller.usable(route)) this.routes.set(subject, route);
   }
 
   /** True when a route to `subject`'s responder is known. */

@@ -54,7 +54,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 
 /** Header of an announcement that offers a direct fetch. */
@@ -152,16 +152,24 @@ export interface DirectOffer {
 
 let cachedHostId: string | undefined;
 
-/** Identifies this host (and boot), so loopback endpoints are used only where they mean the same machine. */
+/**
+ * Identifies this host, boot and network namespace, so loopback endpoints
+ * (and shared memory) are used only where they mean the same machine: two
+ * network namespaces of one kernel share host name and boot id, but not
+ * their loopback interfaces.
+ */
 export function hostId(): string {
   if (cachedHostId === undefined) {
     let boot = '';
+    let network = '';
     try {
       boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+      // "net:[4026531840]": the inode of this process's network namespace.
+      network = readlinkSync('/proc/self/ns/net').replace(/\D/g, '');
     } catch {
-      // Not Linux: the host name alone.
+      // Not Linux (or no /proc): the host name alone.
     }
-    cachedHostId = `${hostname()}/${boot}`.replace(/\s/g, '_');
+    cachedHostId = `${hostname()}/${boot}/${network}`.replace(/\s/g, '_');
   }
   return cachedHostId;
 }

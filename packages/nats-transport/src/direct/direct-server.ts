@@ -7,6 +7,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { Payload } from '@tensorbus/core';
 import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
 import { segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
+import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
   DEFAULT_DIRECT_MIN_BYTES,
   formatOffer,
@@ -70,8 +71,13 @@ export class DirectServer {
   private readonly sockets = new Map<Socket, Map<string, Uint8Array>>();
   /** Each connection's reply writer. */
   private readonly writers = new WeakMap<Socket, FrameWriter>();
-  /** The processes whose segments each connection brought. */
-  private readonly peers = new WeakMap<Socket, Set<number>>();
+  /**
+   * The process shown to hold the other end of each connection that sent a
+   * segment reference, or null when the first pid it named could not be
+   * shown to (that connection's references are all refused: a hostile peer
+   * cannot make this process search /proc again and again).
+   */
+  private readonly peers = new WeakMap<Socket, PeerProcess | null>();
   private port = 0;
   private fetcher: Fetcher | undefined;
   private segments: SharedSegments | undefined;
@@ -172,7 +178,8 @@ export class DirectServer {
       // The requester is gone: nothing it was lent can still be read through this connection.
       for (const answer of lent.values()) releaseBuffer(answer);
       lent.clear();
-      for (const pid of this.peers.get(socket) ?? []) this.segments?.forgetProcess(pid);
+      const peer = this.peers.get(socket);
+      if (peer) this.segments?.forgetProcess(peer.pid);
     });
   }
 
@@ -209,20 +216,31 @@ export class DirectServer {
     );
   }
 
-  /** A request in the requester's segment: mapped here, given back once decoded; the reply may go the same way. */
+  /**
+   * A request in the requester's segment: mapped here, given back once
+   * decoded; the reply may go the same way. Only a segment of the process at
+   * the other end of this connection is mapped; any other reference is
+   * refused before anything runs, and the requester sends the bytes instead.
+   */
   private handleShared(socket: Socket, id: number, handler: RouteHandler, ref: SegmentRef): void {
     let data: Uint8Array;
     try {
       if (!this.segments) throw new Error('no shared memory here');
-      data = this.segments.receive(ref, () => this.giveBack(socket, ref));
-      let pids = this.peers.get(socket);
-      if (!pids) this.peers.set(socket, (pids = new Set()));
-      pids.add(ref.pid);
+      const peer = this.peerOf(socket, ref.pid);
+      if (!peer) throw new Error(`process ${ref.pid} is not the peer of this connection`);
+      data = this.segments.receive(ref, () => this.giveBack(socket, ref), peer);
     } catch {
       this.reply(socket, id, REPLY_NO_SHM, new Uint8Array(0));
       return;
     }
     this.handle(socket, id, handler, data, true);
+  }
+
+  /** The process behind `socket`, proven once per connection from the first pid it names (see socket-peer.ts). */
+  private peerOf(socket: Socket, pid: number): PeerProcess | undefined {
+    let peer = this.peers.get(socket);
+    if (peer === undefined) this.peers.set(socket, (peer = provePeer(socket, pid) ?? null));
+    return peer?.pid === pid ? peer : undefined;
   }
 
   private handle(socket: Socket, id: number, handler: RouteHandler, data: Uint8Array, shared = false): void {

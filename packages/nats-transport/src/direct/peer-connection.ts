@@ -9,6 +9,7 @@ import { connect, type Socket } from 'node:net';
 import { TransportError, type FrameSink } from '@tensorbus/core';
 import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
+import type { SocketEnds } from '../shm/socket-peer.js';
 import { OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE } from './direct-protocol.js';
 
 /** How long a connection may take to open, ms. */
@@ -125,6 +126,11 @@ export class PeerConnection {
 
   close(): void {
     this.socket.destroy();
+  }
+
+  /** The socket's two ends (shared memory checks which process holds the other one). */
+  get ends(): SocketEnds {
+    return this.socket;
   }
 
   private nextBuffer(): Uint8Array {

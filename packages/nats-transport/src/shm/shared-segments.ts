@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import type { Payload } from '@tensorbus/core';
 import { lendForeign, markReceived, type BufferSource } from '@tensorbus/core/internal';
 import type { ShmBinding } from './shm-native.js';
+import { startTimeOf, type PeerProcess } from './socket-peer.js';
 
 /** Where a frame lies: a segment of process `pid` (its descriptor `fd`), of `size` bytes; the frame is its first `length`. */
 export interface SegmentRef {
@@ -132,13 +133,17 @@ export class SharedSegments implements BufferSource {
   }
 
   /**
-   * The frame `ref` points at in another process's segment, marked received:
-   * releasing it (the codec does, after decoding) calls `giveBack` once, as
-   * does its collection. Throws when the segment cannot be mapped.
+   * The frame `ref` points at in a segment of `peer`, the process shown to
+   * hold the other end of the connection `ref` came on (see socket-peer.ts),
+   * marked received: releasing it (the codec does, after decoding) calls
+   * `giveBack` once, as does its collection. Throws when `ref` names another
+   * process, or the segment cannot be mapped.
    */
-  receive(ref: SegmentRef, giveBack: () => void): Uint8Array {
+  receive(ref: SegmentRef, giveBack: () => void, peer: PeerProcess): Uint8Array {
+    // A reference may only name its sender's own memory: never a third process's.
+    if (ref.pid !== peer.pid) throw new RangeError(`a reference from process ${peer.pid} names process ${ref.pid}`);
     if (ref.length > ref.size) throw new RangeError(`a frame of ${ref.length} bytes cannot lie in a segment of ${ref.size}`);
-    const view = new Uint8Array(this.map(ref), 0, ref.length);
+    const view = new Uint8Array(this.map(ref, peer), 0, ref.length);
     // What the registry holds must not refer to the view, or it is never collected.
     const state = { given: false };
     const give = () => {
@@ -165,7 +170,7 @@ export class SharedSegments implements BufferSource {
     for (const [key, entry] of this.mapped) if (key.startsWith(`${pid}:`)) this.forget(key, entry.buffer);
   }
 
-  private map(ref: SegmentRef): ArrayBuffer {
+  private map(ref: SegmentRef, peer: PeerProcess): ArrayBuffer {
     const key = `${ref.pid}:${ref.fd}`;
     const cached = this.mapped.get(key);
     if (cached && cached.id === ref.id && cached.buffer.byteLength === ref.size) {
@@ -174,7 +179,10 @@ export class SharedSegments implements BufferSource {
       return cached.buffer;
     }
     if (cached) this.forget(key, cached.buffer);
-    const buffer = this.binding.open(ref.pid, ref.fd, ref.size);
+    // The addon refuses anything but a memory file of the peer's user, of exactly that size.
+    const buffer = this.binding.open(ref.pid, ref.fd, ref.size, peer.uid);
+    // Opened through the pid: it must still be the process that was shown to be the peer.
+    if (startTimeOf(ref.pid) !== peer.startTime) throw new RangeError(`process ${ref.pid} is no longer the peer`);
     this.mapped.set(key, { id: ref.id, buffer });
     this.mappedBytes += ref.size;
     // Dropping a mapping from the cache unmaps it once no view of it is left.

@@ -12,8 +12,12 @@ import { fileURLToPath } from 'node:url';
 export interface ShmBinding {
   /** A new anonymous segment of `size` bytes: its descriptor and its memory (unmapped when collected). */
   create(size: number): [number, ArrayBuffer];
-  /** Maps another process's segment (through /proc/<pid>/fd/<fd>); throws unless it is exactly `size` bytes. */
-  open(pid: number, fd: number, size: number): ArrayBuffer;
+  /**
+   * Maps another process's segment (through /proc/<pid>/fd/<fd>); throws
+   * unless it is an anonymous memory file (memfd) owned by `uid`, of exactly
+   * `size` bytes.
+   */
+  open(pid: number, fd: number, size: number, uid: number): ArrayBuffer;
   /** Closes a segment's descriptor. */
   close(fd: number): void;
 }

@@ -1,0 +1,176 @@
+import test, { type ExecutionContext } from 'ava';
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, connect as tcpConnect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { InboundMessage } from '@tensorbus/core';
+import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
+import { natsTransport } from '../src/index.js';
+import type { NatsTransport } from '../src/internal.js';
+import { hostId } from '../src/direct/direct-protocol.js';
+import { provePeer } from '../src/shm/socket-peer.js';
+import { sharedNatsServer } from '../src/testing/index.js';
+import { answerPlusOne, isPlusOne, pattern } from './fixtures/shm-bytes.js';
+
+const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
+const FOUR_MB = 4 << 20;
+const NOBODY = 65534;
+
+interface Route {
+  host: string;
+  port: number;
+  token: Buffer;
+}
+
+/** Runs a fixture with `args` and resolves with the first line it prints, parsed as JSON. */
+async function firstLine<T>(t: ExecutionContext, name: string, args: string[], keep = true): Promise<T> {
+  const child = spawn(process.execPath, [fixture(name), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  if (keep) t.teardown(() => child.kill('SIGKILL'));
+  return new Promise<T>((resolve, reject) => {
+    let text = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      if (text.includes('\n')) resolve(JSON.parse(text.slice(0, text.indexOf('\n'))) as T);
+    });
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code} before it said anything`)));
+  });
+}
+
+function routesOf(transport: NatsTransport): Map<string, Route> {
+  return (transport as unknown as { direct: { routes: Map<string, Route> } }).direct.routes;
+}
+
+/** This process's cache of other processes' segments, by "pid:fd". */
+function mappedSegments(transport: NatsTransport): Map<string, unknown> {
+  return (transport as unknown as { direct: { caller: { segments: { mapped: Map<string, unknown> } } } }).direct.caller.segments.mapped;
+}
+
+async function transport(t: ExecutionContext, namespace: string): Promise<NatsTransport> {
+  const created = (await natsTransport({ servers: (await sharedNatsServer()).url, namespace })) as NatsTransport;
+  t.teardown(() => created.close());
+  return created;
+}
+
+/** A request in pooled memory (a segment, as the codec would use), answered and checked. */
+async function call(requester: NatsTransport, size: number, seed: number): Promise<boolean> {
+  const request = pattern(acquireBuffer(size), seed);
+  const sent = Uint8Array.from(request);
+  const reply = await requester.request('svc', request, { timeoutMs: 30_000 });
+  const ok = isPlusOne(reply, sent);
+  releaseBuffer(reply);
+  return ok;
+}
+
+test('shared memory - a reference to a third process\'s segment is refused unrun, as another user or the same, and honest callers keep shared memory', async (t) => {
+  const namespace = `st${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
+  const worker = await transport(t, namespace);
+  const honest = await transport(t, namespace);
+  let ran = 0;
+  worker.subscribe('svc', (message: InboundMessage) => {
+    ran++;
+    answerPlusOne(message);
+  }, { exclusive: true });
+  await worker.flush();
+  t.true(await call(honest, 100, 1), 'the first request goes through NATS and learns the route');
+  t.true(await call(honest, FOUR_MB, 2));
+  t.like(honest.directStats, { sharedRequests: 1 });
+  const [[subject, route]] = [...routesOf(honest)];
+
+  // A third process with a secret in a segment; intruders learnt the route token (as over an open server).
+  const secret = await firstLine<{ pid: number; fd: number; size: number }>(t, 'shm-holder', []);
+  const task = { host: route!.host, port: route!.port, token: route!.token.toString('hex'), subject: subject!, pid: secret.pid, fd: secret.fd, size: secret.size };
+  const intruders = process.getuid?.() === 0 ? [NOBODY, undefined] : [undefined];
+  if (intruders.length === 1) t.log('not root: the intruder runs as this user only');
+  const ranBefore = ran;
+  for (const uid of intruders) {
+    const answer = await firstLine<{ uid: number; status: number; size: number }>(t, 'shm-intruder', [JSON.stringify({ ...task, uid })], false);
+    t.is(answer.uid, uid ?? process.getuid!(), 'the intruder ran as the user asked');
+    t.is(answer.status, 0x04, `refused with "cannot map" (intruder uid ${answer.uid})`);
+    t.is(answer.size, 0, 'and nothing else came back');
+  }
+  t.is(ran, ranBefore, 'the worker never ran a request from a segment its peer did not own');
+  t.false([...mappedSegments(worker).keys()].some((key) => key.startsWith(`${secret.pid}:`)), 'the third process\'s segment was never mapped');
+
+  for (let i = 0; i < 3; i++) t.true(await call(honest, FOUR_MB, 10 + i), `honest call ${i}`);
+  t.like(honest.directStats, { sharedRequests: 4, sharedReplies: 4 });
+  t.is(ran, ranBefore + 3);
+});
+
+test('shared memory - a reply naming a third process\'s segment is refused: the call fails and nothing of that process is mapped', async (t) => {
+  const namespace = `sl${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
+  const requester = await transport(t, namespace);
+  const secret = await firstLine<{ pid: number; fd: number; size: number }>(t, 'shm-holder', []);
+  const port = await firstLine<number>(t, 'shm-liar', [JSON.stringify(secret)]);
+  // A responder this process was told to use (as a reply with tb-route would), lying in its replies.
+  routesOf(requester).set(`${namespace}.svc`, { hostId: hostId(), host: '127.0.0.1', port, token: Buffer.alloc(16) } as Route);
+  const request = pattern(acquireBuffer(FOUR_MB), 3);
+  const error = await t.throwsAsync(requester.request('svc', request, { timeoutMs: 10_000 }));
+  t.is((error as { code?: string }).code, 'TRANSPORT', `failed with ${String(error)}`);
+  t.false([...mappedSegments(requester).keys()].some((key) => key.startsWith(`${secret.pid}:`)), 'the third process\'s segment was never mapped');
+  t.like(requester.directStats, { sharedRequests: 1, sharedReplies: 0 });
+});
+
+test('shared memory - a path-only descriptor of a file (one its holder may not read) is refused, never read with the worker\'s rights', async (t) => {
+  const namespace = `sp${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
+  const worker = await transport(t, namespace);
+  const honest = await transport(t, namespace);
+  let ran = 0;
+  worker.subscribe('svc', (message: InboundMessage) => {
+    ran++;
+    answerPlusOne(message);
+  }, { exclusive: true });
+  await worker.flush();
+  t.true(await call(honest, 100, 1));
+  const [[subject, route]] = [...routesOf(honest)];
+  const ranBefore = ran;
+  // A file only root may read, in a directory anyone may pass through.
+  const dir = mkdtempSync(join(tmpdir(), 'tb-secret-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  chmodSync(dir, 0o755);
+  const secretFile = join(dir, 'secret');
+  writeFileSync(secretFile, 'root only: the weights of the model', { mode: 0o600 });
+  // As root the intruder is nobody; elsewhere it is this user, naming a file it may read: still no segment.
+  const uid = process.getuid?.() === 0 ? NOBODY : undefined;
+  const task = { host: route!.host, port: route!.port, token: route!.token.toString('hex'), subject: subject!, pid: 0, fd: 0, size: 0, uid, pathOnly: secretFile };
+  const answer = await firstLine<{ uid: number; status: number; size: number; body: string }>(t, 'shm-intruder', [JSON.stringify(task)], false);
+  t.is(answer.uid, uid ?? process.getuid!());
+  t.is(answer.status, 0x04, 'refused with "cannot map"');
+  t.false(answer.body.includes('tppu!pomz'), 'nothing of the file came back (plus one per byte)');
+  t.is(ran, ranBefore, 'the worker never ran it');
+  t.true(await call(honest, FOUR_MB, 2), 'and goes on serving');
+});
+
+/** A loopback connection whose accepted end is handed to `use`; `client` makes the other end (this process, or a child). */
+async function acceptedEnd(host: string, client: (port: number) => void): Promise<{ accepted: Socket; close: () => void }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+  client((server.address() as { port: number }).port);
+  const socket = await accepted;
+  return { accepted: socket, close: () => (socket.destroy(), server.close()) };
+}
+
+test('shared memory - the peer of a connection is the process holding its other end, over IPv4 and IPv6 loopback, and no other', async (t) => {
+  for (const host of ['127.0.0.1', '::1']) {
+    let mine: Socket | undefined;
+    const own = await acceptedEnd(host, (port) => (mine = tcpConnect({ host, port })));
+    await new Promise((resolve) => mine!.once('connect', resolve));
+    t.like(provePeer(own.accepted, process.pid), { pid: process.pid, uid: process.getuid!() }, `${host}: this process holds the client end`);
+    t.is(provePeer(own.accepted, process.ppid), undefined, `${host}: the parent does not`);
+    mine!.destroy();
+    own.close();
+
+    // The other end in a child process: the child is the peer, this process is not (it holds only the accepted end).
+    let child: ReturnType<typeof spawn> | undefined;
+    const other = await acceptedEnd(host, (port) => {
+      child = spawn(process.execPath, ['-e', `require('net').connect({ host: '${host}', port: ${port} }); setInterval(() => {}, 1000)`], { stdio: 'ignore' });
+    });
+    t.teardown(() => child!.kill('SIGKILL'));
+    t.like(provePeer(other.accepted, child!.pid!), { pid: child!.pid }, `${host}: the child holds the client end`);
+    t.is(provePeer(other.accepted, process.pid), undefined, `${host}: this process is not the peer of its own accepted socket`);
+    child!.kill('SIGKILL');
+    other.close();
+  }
+});
