@@ -7,8 +7,8 @@ import { isObservable, type Observable, type Subscription } from 'rxjs';
 import { defaultCodec, SerializationError, type Transport } from '@tensorbus/core';
 import { errorToWire, remoteErrorFrom } from '@tensorbus/core/internal';
 import { disposeTransient } from '../tensors.js';
-import { callScope } from './call-context.js';
-import type { CallRequest } from './call-protocol.js';
+import { callScope, type CallerIdentity } from './call-context.js';
+import { MAX_STREAM_CREDIT, type CallRequest } from './call-protocol.js';
 import type { ControlChannel, ControlMessage } from './control.js';
 import { END, FAIL, ITEM, MAX_OBSERVABLE_BUFFER, streamKey } from './stream-protocol.js';
 
@@ -40,7 +40,7 @@ export class StreamProducers {
   }
 
   /** Starts producing for an accepted STREAM request. */
-  start(request: CallRequest, produce: () => unknown): void {
+  start(request: CallRequest, produce: () => unknown, caller: CallerIdentity): void {
     const open = request.open!;
     const key = streamKey(request.meta.from, open.id);
     const producer: Producer = { caller: request.meta.from, credit: open.credit, cancelled: false, wake: undefined, stop: () => undefined };
@@ -71,7 +71,7 @@ export class StreamProducers {
       if (!producer.cancelled) publish([END, seq]);
     };
     callScope
-      .run({ agent: this.agent, caller: request.meta.from, meta: request.meta }, run)
+      .run({ agent: this.agent, caller: caller.name, verified: caller.verified, meta: request.meta }, run)
       .catch((error: unknown) => {
         if (producer.cancelled) return;
         const wire = error instanceof SerializationError ? errorToWire(error) : remoteErrorFrom(this.worker, error);
@@ -104,8 +104,8 @@ export class StreamProducers {
 
   private onCredit(message: ControlMessage): void {
     const producer = this.find(message);
-    if (!producer || typeof message.n !== 'number' || !(message.n > 0)) return;
-    producer.credit += message.n;
+    if (!producer || !Number.isSafeInteger(message.n) || !((message.n as number) > 0) || (message.n as number) > MAX_STREAM_CREDIT) return;
+    producer.credit += message.n as number;
     const wake = producer.wake;
     producer.wake = undefined;
     wake?.();
