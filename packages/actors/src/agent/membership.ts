@@ -75,7 +75,7 @@ interface Departed extends Binding {
 }
 
 /** An announcement on the members subject or a `here` on a control subject. */
-interface Announcement extends ControlMessage {
+export interface Announcement extends ControlMessage {
   k: 'hello' | 'sync' | 'hb' | 'bye' | 'here' | 'query';
   n: string;
   id: number;
@@ -94,7 +94,7 @@ interface Announcement extends ControlMessage {
 const KINDS = new Set(['hello', 'sync', 'hb', 'bye', 'here']);
 
 /** What an announcement's signature covers. */
-function signedText(m: Announcement): string {
+export function signedText(m: Announcement): string {
   return `tensorbus member\0${m.k}\0${m.n}\0${m.id}\0${m.inst}\0${m.t}\0${m.q}\0${m.sk}\0${m.xk}`;
 }
 
