@@ -8,7 +8,7 @@
  * @module
  */
 import { BehaviorSubject } from 'rxjs';
-import { connect, createInbox, headers, type Msg, type NatsConnection, type Subscription } from 'nats';
+import { connect, createInbox, headers, type ConnectionOptions, type Msg, type NatsConnection, type Subscription } from 'nats';
 import {
   RpcTimeoutError,
   ShutdownError,
@@ -29,7 +29,7 @@ import { isAnnouncement, receiveChunked } from './chunks/chunk-receiver.js';
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
 import { DirectPlane, type DirectStats } from './direct/direct-plane.js';
 import { H_DIRECT, H_ROUTE } from './direct/direct-protocol.js';
-import { connectError, permissionError } from './errors.js';
+import { connectError, permissionError, tlsError } from './errors.js';
 import { connectionOptions, type NatsTransportOptions } from './options.js';
 import { checkSubject, guardConnection, isValidSubject } from './subject-check.js';
 
@@ -336,12 +336,7 @@ export class NatsTransport implements Transport {
 export async function natsTransport(options: NatsTransportOptions = {}): Promise<Transport> {
   const connection = connectionOptions(options);
   const directOff = options.direct === false || process.env.TENSORBUS_DIRECT === '0';
-  let nc: NatsConnection;
-  try {
-    nc = await connect(connection);
-  } catch (error) {
-    throw connectError(error, String(connection.servers));
-  }
+  const nc = await connectReporting(connection, options.tls !== undefined);
   let direct: DirectPlane | undefined;
   if (!directOff) {
     try {
@@ -352,4 +347,39 @@ export async function natsTransport(options: NatsTransportOptions = {}): Promise
     }
   }
   return new NatsTransport(nc, options, direct);
+}
+
+/**
+ * Connects, saying what failed. With TLS, a server that refuses the client's
+ * certificate closes the connection after the handshake; a client that
+ * reconnects only retries it until its timeout and reports a bare TIMEOUT. So
+ * a second attempt with reconnection off runs beside the real one: its own
+ * error names the TLS failure at once, and the real one is dropped.
+ */
+async function connectReporting(connection: ConnectionOptions, tls: boolean): Promise<NatsConnection> {
+  const servers = String(connection.servers);
+  const real = connect(connection);
+  if (!tls) {
+    try {
+      return await real;
+    } catch (error) {
+      throw connectError(error, servers);
+    }
+  }
+  const probe = connect({ ...connection, reconnect: false, maxReconnectAttempts: 0, name: `${connection.name ?? 'tensorbus'} (tls check)` }).then(
+    (nc) => {
+      void nc.close();
+      return undefined;
+    },
+    (error: unknown) => tlsError(error, servers),
+  );
+  const diagnosed = probe.then((error) => (error ? Promise.reject(error) : new Promise<never>(() => undefined)));
+  try {
+    return await Promise.race([real, diagnosed]);
+  } catch (error) {
+    // Whichever failed first: the real attempt must not linger connected or reconnecting.
+    void real.then((nc) => nc.close(), () => undefined);
+    if (error instanceof TransportError || (error as { code?: string }).code === 'PERMISSION_DENIED') throw error;
+    throw (await probe) ?? connectError(error, servers);
+  }
 }
