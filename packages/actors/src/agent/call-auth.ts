@@ -3,7 +3,8 @@
  * HMAC-SHA256 (first 16 bytes) over the call's kind, function name and a
  * counter per (caller, callee), keyed by what the two workers' announced
  * X25519 keys agree on. The callee accepts `meta.from` as shown only when the
- * MAC checks with the key of the member of that name, and the counter was not
+ * MAC checks with the key of the member of that name (or of that same instance
+ * after it was declared failed: it may still be running), and the counter was not
  * seen before (a window of the last {@link WINDOW} counters: calls may arrive
  * out of order over a direct route and the bus). Anything else is an
  * unverified caller: served, never counted as a member. See docs/rpc.md.
@@ -15,6 +16,8 @@ import type { Identity } from './identity.js';
 /** How far behind the newest counter an older one may still arrive. */
 export const WINDOW = 4096;
 const MAC_BYTES = 16;
+/** Pairs kept (members, and workers declared failed that may come back); the oldest go first. */
+const MAX_PEERS = 8192;
 const MAC_PATTERN = /^[A-Za-z0-9_-]{22}$/;
 
 /** What `meta.auth` carries: a counter and a MAC. */
@@ -94,6 +97,7 @@ export class CallAuth {
         newest: 0,
         seen: new Uint8Array(WINDOW),
       };
+      if (this.peers.size >= MAX_PEERS) this.peers.delete(this.peers.keys().next().value!);
       this.peers.set(name, peer);
     }
     return peer;

@@ -67,8 +67,15 @@ export class ControlChannel {
       this.malformed++;
       return;
     }
-    Promise.resolve()
-      .then(() => handler(message))
+    // Handled at once, in the order the bus delivered them: a `here` that came before a call has
+    // made its sender known when the call is checked (call-auth.ts).
+    let result: unknown;
+    try {
+      result = handler(message);
+    } catch (error) {
+      result = Promise.reject(error);
+    }
+    Promise.resolve(result)
       .then(
         (result) => {
           if (inbound.reply && result !== undefined) inbound.respond(defaultCodec.encode(result));

@@ -223,9 +223,17 @@ export class Membership {
     return this.departed.get(name)?.reason;
   }
 
-  /** The X25519 key member `name` announced (this worker's own for its name); undefined for a non-member. */
+  /**
+   * The X25519 key `name` announced (this worker's own for its name), while it
+   * is a member or after it was declared failed (the same instance may speak
+   * again, and its calls then still show who sent them); undefined for a
+   * worker never heard of or one that left.
+   */
   dhKeyOf(name: string): string | undefined {
-    return this.members.get(name)?.dhKey;
+    const member = this.members.get(name);
+    if (member) return member.dhKey;
+    const departed = this.departed.get(name);
+    return departed?.reason === 'failed' ? departed.dhKey : undefined;
   }
 
   /** The Ed25519 key member `name` announced; undefined for a non-member. */

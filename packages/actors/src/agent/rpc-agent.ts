@@ -93,7 +93,8 @@ export class RpcAgent {
       this.calls.failAll(gone, new WorkerUnavailableError(`worker '${gone}' ${why}`));
       this.consumers.producerGone(gone, why);
       this.producers.cancelFor(gone);
-      this.callAuth.forget(gone);
+      // A failed worker may speak again as the same instance: its counters stay, so nothing it sent can be replayed.
+      if (reason === 'left') this.callAuth.forget(gone);
     });
   }
 
