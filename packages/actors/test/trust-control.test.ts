@@ -15,7 +15,7 @@ import { initRpc, type RpcAgent } from '../src/index.js';
 import { CallAuth } from '../src/agent/call-auth.js';
 import { Identity } from '../src/agent/identity.js';
 import { signedText, type Announcement } from '../src/agent/membership.js';
-import { addNumbers, echo, sleep } from './fixtures/functions.js';
+import { addNumbers, countTo, echo, sleep } from './fixtures/functions.js';
 import { callerSeen, membersSeen } from './fixtures/trust-functions.js';
 import { stop } from './fixtures/worker-functions.js';
 import { eventually, stopAll } from './helpers.js';
@@ -124,6 +124,23 @@ test('control trust - a call shows its caller: verified for a member, unverified
   }
   t.is(b.server.receivedFrom.a, (before.a ?? 0) + 1, 'only the genuine one counted as a call from a');
   t.true(b.callAuth.unverified >= 3);
+});
+
+test('control trust - a stream opened by a member is steered only by that member: spoofed cancels and credit are ignored', async (t) => {
+  const { agents, ns } = await inProcessGroup(t);
+  const [a, b] = agents as [RpcAgent, RpcAgent];
+  const nc = await attacker(t);
+  const items: number[] = [];
+  const done = new Promise<void>((resolve, reject) => a.rpcStream<number>('b', countTo, [30, 'steer', 10], { credit: 4 }).subscribe({ next: (v) => items.push(v), error: reject, complete: resolve }));
+  await eventually(() => items.length >= 2);
+  const cancel = defaultCodec.encode({ k: 'scancel', caller: 'a', id: 1 });
+  nc.publish(`${ns}.tb.ctl.b`, cancel); // no envelope: no sender
+  nc.publish(`${ns}.tb.ctl.b`, defaultCodec.encode(['tbctl', Buffer.from(cancel), 'a', [1_000, 'A'.repeat(22)]])); // a forged MAC
+  nc.publish(`${ns}.tb.ctl.b`, defaultCodec.encode({ k: 'scredit', caller: 'a', id: 1, n: 65_536 }));
+  await nc.flush();
+  await done;
+  t.deepEqual(items, Array.from({ length: 30 }, (_, i) => i), 'every item arrived: the stream was neither cancelled nor flooded past its credit');
+  t.true(b.control.malformed === 0);
 });
 
 test('control trust - the MAC of a call costs a few microseconds on each side', (t) => {

@@ -43,17 +43,21 @@ export class CallAuth {
 
   constructor(private readonly identity: Identity, private readonly self: string, private readonly dhKeyOf: DhKeyLookup) {}
 
-  /** The `meta.auth` of a call of `fn` to `to`; undefined when `to`'s keys are not known (not a member yet). */
-  seal(to: string, kind: number, fn: string): CallAuthField | undefined {
+  /**
+   * The `meta.auth` of a call of `fn` to `to` (or, with `body`, of a control
+   * message: its bytes are covered too); undefined when `to`'s keys are not
+   * known (not a member yet).
+   */
+  seal(to: string, kind: number, fn: string, body?: Uint8Array): CallAuthField | undefined {
     const peer = this.peer(to);
     if (!peer) return undefined;
     const counter = ++peer.sent;
-    return [counter, mac(peer.send, kind, fn, counter)];
+    return [counter, mac(peer.send, kind, fn, counter, body)];
   }
 
-  /** True when `auth` shows that the call of `fn` came from member `from`; records its counter. */
-  check(from: string, kind: number, fn: string, auth: unknown): boolean {
-    const shown = this.verify(from, kind, fn, auth);
+  /** True when `auth` shows that the call of `fn` (or control message `body`) came from member `from`; records its counter. */
+  check(from: string, kind: number, fn: string, auth: unknown, body?: Uint8Array): boolean {
+    const shown = this.verify(from, kind, fn, auth, body);
     if (!shown) this.unverified++;
     return shown;
   }
@@ -63,7 +67,7 @@ export class CallAuth {
     this.peers.delete(name);
   }
 
-  private verify(from: string, kind: number, fn: string, auth: unknown): boolean {
+  private verify(from: string, kind: number, fn: string, auth: unknown, body: Uint8Array | undefined): boolean {
     if (!Array.isArray(auth) || auth.length !== 2) return false;
     const [counter, tag] = auth as [unknown, unknown];
     if (!Number.isSafeInteger(counter) || (counter as number) < 1 || typeof tag !== 'string' || !MAC_PATTERN.test(tag)) return false;
@@ -71,7 +75,7 @@ export class CallAuth {
     if (!peer) return false;
     const c = counter as number;
     if (c <= peer.newest - WINDOW || (c <= peer.newest && peer.seen[c % WINDOW] === 1)) return false;
-    const expected = Buffer.from(mac(peer.receive, kind, fn, c), 'base64url');
+    const expected = Buffer.from(mac(peer.receive, kind, fn, c, body), 'base64url');
     if (!timingSafeEqual(expected, Buffer.from(tag, 'base64url'))) return false;
     if (c > peer.newest) {
       // Slots between the old newest and this one are counters not seen yet.
@@ -104,6 +108,8 @@ export class CallAuth {
   }
 }
 
-function mac(key: Buffer, kind: number, fn: string, counter: number): string {
-  return createHmac('sha256', key).update(`${kind}\0${fn}\0${counter}`).digest().subarray(0, MAC_BYTES).toString('base64url');
+function mac(key: Buffer, kind: number, fn: string, counter: number, body: Uint8Array | undefined): string {
+  const hmac = createHmac('sha256', key).update(`${kind}\0${fn}\0${counter}`);
+  if (body) hmac.update(`\0${body.byteLength}\0`).update(body);
+  return hmac.digest().subarray(0, MAC_BYTES).toString('base64url');
 }

@@ -81,6 +81,7 @@ export class RpcAgent {
     this.control = new ControlChannel(transport, name);
     this.membership = new Membership(transport, this.control, name, options, options.worldSize, options.rank);
     this.callAuth = new CallAuth(this.membership.identity, name, (peer) => this.membership.dhKeyOf(peer));
+    this.control.authenticate(this.callAuth);
     this.calls = new CallClient(transport, name, this, () => this.options.rpcTimeoutMs, this.callAuth);
     this.producers = new StreamProducers(transport, name, this, this.control);
     this.consumers = new StreamConsumers(transport, name, this, this.calls, this.control);

@@ -14,6 +14,8 @@ import { END, FAIL, ITEM, MAX_OBSERVABLE_BUFFER, streamKey } from './stream-prot
 
 interface Producer {
   caller: string;
+  /** The stream was opened by a verified caller: only that caller, shown, may grant credit or cancel. */
+  verified: boolean;
   credit: number;
   cancelled: boolean;
   wake: (() => void) | undefined;
@@ -30,8 +32,8 @@ export class StreamProducers {
     private readonly agent: unknown,
     control: ControlChannel,
   ) {
-    control.on('scredit', (m) => this.onCredit(m));
-    control.on('scancel', (m) => this.find(m)?.stop());
+    control.on('scredit', (m, sender) => this.onCredit(m, sender));
+    control.on('scancel', (m, sender) => this.find(m, sender)?.stop());
   }
 
   /** Streams running now. */
@@ -43,7 +45,7 @@ export class StreamProducers {
   start(request: CallRequest, produce: () => unknown, caller: CallerIdentity): void {
     const open = request.open!;
     const key = streamKey(request.meta.from, open.id);
-    const producer: Producer = { caller: request.meta.from, credit: open.credit, cancelled: false, wake: undefined, stop: () => undefined };
+    const producer: Producer = { caller: request.meta.from, verified: caller.verified, credit: open.credit, cancelled: false, wake: undefined, stop: () => undefined };
     producer.stop = () => {
       producer.cancelled = true;
       producer.wake?.();
@@ -97,13 +99,16 @@ export class StreamProducers {
     for (const producer of this.producers.values()) producer.stop();
   }
 
-  private find(message: ControlMessage): Producer | undefined {
+  /** The stream `message` is about, if its sender may steer it. */
+  private find(message: ControlMessage, sender: CallerIdentity | undefined): Producer | undefined {
     if (typeof message.caller !== 'string' || typeof message.id !== 'number') return undefined;
-    return this.producers.get(streamKey(message.caller, message.id));
+    const producer = this.producers.get(streamKey(message.caller, message.id));
+    if (!producer || (producer.verified && (sender?.verified !== true || sender.name !== producer.caller))) return undefined;
+    return producer;
   }
 
-  private onCredit(message: ControlMessage): void {
-    const producer = this.find(message);
+  private onCredit(message: ControlMessage, sender: CallerIdentity | undefined): void {
+    const producer = this.find(message, sender);
     if (!producer || !Number.isSafeInteger(message.n) || !((message.n as number) > 0) || (message.n as number) > MAX_STREAM_CREDIT) return;
     producer.credit += message.n as number;
     const wake = producer.wake;
