@@ -334,6 +334,9 @@ export class NatsTransport implements Transport {
  * @throws PermissionDeniedError when the server refuses the credentials; TransportError when it cannot be reached.
  */
 export async function natsTransport(options: NatsTransportOptions = {}): Promise<Transport> {
+  // Checked before anything is opened: a refused namespace leaves no connection behind.
+  if (options.namespace) checkSubject(options.namespace, 'subject');
+  if (options.inboxPrefix !== undefined) checkSubject(options.inboxPrefix, 'reply subject');
   const connection = connectionOptions(options);
   const directOff = options.direct === false || process.env.TENSORBUS_DIRECT === '0';
   const nc = await connectReporting(connection, options.tls !== undefined);
