@@ -43,6 +43,8 @@ import { isCount, isInstance, isWorkerId, isWorkerName } from './wire-checks.js'
 
 /** A transport that does not echo a worker's own announcements delays each join step by at most this, ms. */
 const ECHO_LIMIT_MS = 2_000;
+/** Members a worker keeps track of at most (a group is far smaller; a flood of names is not). */
+const MAX_MEMBERS = 4096;
 /** Departed workers remembered (why they left, and their keys against replays); the oldest go first. */
 const MAX_DEPARTED = 4096;
 
@@ -344,7 +346,8 @@ export class Membership {
     const bound: Binding | undefined = this.members.get(m.n) ?? this.departed.get(m.n);
     if (bound === undefined || bound.inst !== m.inst) {
       // A live member's name claimed by another instance: the member keeps it until it leaves or fails.
-      return !this.members.has(m.n) && m.k !== 'bye';
+      // New names beyond MAX_MEMBERS are not taken in: announcements alone cannot grow this worker's state without bound.
+      return !this.members.has(m.n) && m.k !== 'bye' && this.members.size < MAX_MEMBERS;
     }
     return m.sk === bound.signKey && m.xk === bound.dhKey && m.q > bound.seq;
   }
