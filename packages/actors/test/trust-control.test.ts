@@ -143,6 +143,20 @@ test('control trust - a stream opened by a member is steered only by that member
   t.true(b.control.malformed === 0);
 });
 
+test('control trust - a flood of hellos under new names does not grow a worker’s member list past its bound', async (t) => {
+  const { agents, ns } = await inProcessGroup(t);
+  const nc = await attacker(t);
+  const flooder = new Identity();
+  for (let i = 0; i < 5_000; i++) {
+    nc.publish(`${ns}.tb.members`, defaultCodec.encode(signedBy(flooder, { k: 'hello', n: `ghost${i}`, id: 100 + i, inst: `g${i}`, t: 0, q: 1 })));
+  }
+  await nc.flush();
+  await eventually(() => agents.every((agent) => agent.membership.dropped >= 5_000 - 4_096), 15_000);
+  for (const agent of agents) t.true(agent.workers().length <= 4_096, `${agent.workers().length} members`);
+  const sum = await agents[0]!.rpcSync('b', addNumbers, [1, 2], { timeoutMs: 5_000 });
+  t.is(sum, 3, 'the group still works');
+});
+
 test('control trust - the MAC of a call costs a few microseconds on each side', (t) => {
   const alice = new Identity();
   const bob = new Identity();
