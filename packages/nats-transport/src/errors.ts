@@ -29,7 +29,8 @@ export function tlsError(cause: unknown, servers: string): TensorbusError | unde
   const code = String((cause as { code?: unknown }).code ?? '');
   const message = cause instanceof Error ? cause.message : String(cause);
   for (const [pattern, meaning] of TLS_CAUSES) {
-    if (!pattern.test(code) && !pattern.test(message)) continue;
+    // Decided by the error's code (node's and OpenSSL's), never by its text.
+    if (!pattern.test(code)) continue;
     const text = `TLS connection to NATS at ${servers} failed: ${meaning} (${message})`;
     return meaning.startsWith('the server refused') ? new PermissionDeniedError(text, { cause }) : new TransportError(text, { cause });
   }
