@@ -5,7 +5,7 @@
  */
 export * from './index.js';
 export { callScope } from './agent/call-context.js';
-export type { CallScope, CallMeta } from './agent/call-context.js';
+export type { CallScope, CallMeta, CallerIdentity } from './agent/call-context.js';
 export type { MetaContributor } from './agent/rpc-agent.js';
 export type { WireContext } from './agent/call-client.js';
 export { forEachTensor, disposeTransient, isTransient } from './tensors.js';

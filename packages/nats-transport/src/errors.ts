@@ -14,6 +14,29 @@ export function connectError(error: unknown, servers: string): TensorbusError {
   return new TransportError(`cannot connect to NATS at ${servers}: ${message}`, { cause: error });
 }
 
+/** TLS failures reported by node and the nats client, by code, with what they mean for the user. */
+const TLS_CAUSES: Array<[RegExp, string]> = [
+  [/ALERT_BAD_CERTIFICATE|ALERT_CERTIFICATE_REQUIRED|ALERT_UNKNOWN_CA|ALERT_CERTIFICATE_UNKNOWN|ECONNRESET|EPIPE/, "the server refused this client's TLS certificate (or required one): check certFile/keyFile and that the server's ca_file signs them"],
+  [/UNABLE_TO_VERIFY|SELF_SIGNED|CERT_UNTRUSTED|ERR_TLS_CERT_ALTNAME|CERT_HAS_EXPIRED|CERT_NOT_YET_VALID/, "this client cannot verify the server's TLS certificate: check caFile and the server's certificate"],
+];
+
+/**
+ * The tensorbus error for a failed TLS connection attempt (`cause`, made with
+ * reconnection off so that it reports the handshake's own error): a refused
+ * client certificate is a PermissionDeniedError, anything else a TransportError.
+ */
+export function tlsError(cause: unknown, servers: string): TensorbusError | undefined {
+  const code = String((cause as { code?: unknown }).code ?? '');
+  const message = cause instanceof Error ? cause.message : String(cause);
+  for (const [pattern, meaning] of TLS_CAUSES) {
+    // Decided by the error's code (node's and OpenSSL's), never by its text.
+    if (!pattern.test(code)) continue;
+    const text = `TLS connection to NATS at ${servers} failed: ${meaning} (${message})`;
+    return meaning.startsWith('the server refused') ? new PermissionDeniedError(text, { cause }) : new TransportError(text, { cause });
+  }
+  return undefined;
+}
+
 /** The tensorbus error for a permissions violation on `subject`. */
 export function permissionError(operation: string, subject: string, cause?: unknown): PermissionDeniedError {
   return new PermissionDeniedError(`the NATS server refused to ${operation === 'publish' ? 'publish to' : 'subscribe to'} '${subject}' for this identity`, { cause });

@@ -8,7 +8,7 @@
  * @module
  */
 import { BehaviorSubject } from 'rxjs';
-import { connect, createInbox, headers, type Msg, type NatsConnection, type Subscription } from 'nats';
+import { connect, createInbox, headers, type ConnectionOptions, type Msg, type NatsConnection, type Subscription } from 'nats';
 import {
   RpcTimeoutError,
   ShutdownError,
@@ -29,8 +29,9 @@ import { isAnnouncement, receiveChunked } from './chunks/chunk-receiver.js';
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
 import { DirectPlane, type DirectStats } from './direct/direct-plane.js';
 import { H_DIRECT, H_ROUTE } from './direct/direct-protocol.js';
-import { connectError, permissionError } from './errors.js';
+import { connectError, permissionError, tlsError } from './errors.js';
 import { busEncrypted, connectionOptions, type NatsTransportOptions } from './options.js';
+import { checkSubject, guardConnection, isValidSubject } from './subject-check.js';
 
 interface Pending {
   subject: string;
@@ -63,6 +64,9 @@ export class NatsTransport implements Transport {
   ) {
     this.prefix = options.namespace ? `${options.namespace}.` : '';
     this.inboxPrefix = options.inboxPrefix ?? '_INBOX';
+    if (options.namespace) checkSubject(options.namespace, 'subject');
+    guardConnection(nc);
+    checkSubject(this.inboxPrefix, 'reply subject');
     this.inbox = createInbox(this.inboxPrefix);
     this.maxPayload = nc.info?.max_payload ?? 1_048_576;
     this.smallLimit = this.maxPayload - HEADROOM;
@@ -77,6 +81,11 @@ export class NatsTransport implements Transport {
     if (this.closed) return Promise.reject(new ShutdownError('the NATS transport is closed'));
     if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
     const full = this.prefix + subject;
+    try {
+      checkSubject(full, 'subject');
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
     const token = (++this.nextToken).toString(36);
     const reply = `${this.inbox}.${token}`;
     return new Promise<Uint8Array>((resolve, reject) => {
@@ -136,19 +145,23 @@ export class NatsTransport implements Transport {
 
   publish(subject: string, data: Uint8Array): void {
     if (this.closed) throw new ShutdownError('the NATS transport is closed');
-    this.send(this.prefix + subject, data, undefined, true);
+    const full = this.prefix + subject;
+    checkSubject(full, 'subject');
+    this.send(full, data, undefined, true);
   }
 
   subscribe(subject: string, handler: (message: InboundMessage) => void, options: SubscribeOptions = {}): TransportSubscription {
     if (this.closed) throw new ShutdownError('the NATS transport is closed');
     const strip = this.prefix.length;
     const full = this.prefix + subject;
+    checkSubject(full, 'subject', true);
     // A subject only this subscriber serves can be reached directly: replies tell requesters how.
     const route = options.exclusive && !options.queue
       ? this.direct?.serve(full, (data, respond) => handler({ subject, data, reply: 'direct', respond: (answer) => !this.closed && respond(answer) }))
       : undefined;
     const deliver = (msg: Msg, data: Uint8Array) => {
-      const reply = msg.reply;
+      // A reply subject is whatever the sender wrote: one that is not a plain subject is never answered.
+      const reply = msg.reply && isValidSubject(msg.reply) ? msg.reply : undefined;
       handler({
         subject: msg.subject.slice(strip),
         data,
@@ -166,7 +179,7 @@ export class NatsTransport implements Transport {
         },
       });
     };
-    const sub = this.nc.subscribe(this.prefix + subject, {
+    const sub = this.nc.subscribe(full, {
       queue: options.queue,
       callback: (err, msg) => {
         if (err) {
@@ -273,13 +286,15 @@ export class NatsTransport implements Transport {
       const type = String(status.type);
       if (type === 'disconnect' || type === 'reconnecting') this.setStatus('reconnecting');
       else if (type === 'reconnect') this.setStatus('connected');
-      else if (type === 'error') this.onAsyncError(status.data as unknown);
+      // The client puts a permission violation's operation and subject beside its error code, not in it.
+      else if (type === 'error') this.onAsyncError((status as { permissionContext?: unknown }).permissionContext ?? status.data);
     }
   }
 
   /** A permissions violation fails the requests it concerns instead of letting them time out. */
   private onAsyncError(data: unknown): void {
-    let context = (data as { permissionContext?: { operation: string; subject: string } } | undefined)?.permissionContext;
+    const given = data as { operation?: unknown; subject?: unknown; permissionContext?: { operation: string; subject: string } } | undefined;
+    let context = typeof given?.operation === 'string' && typeof given.subject === 'string' ? (given as { operation: string; subject: string }) : given?.permissionContext;
     if (!context) {
       // Some client versions report only the server's text: Permissions Violation for Publish to "subject".
       const text = data instanceof Error ? data.message : String(data);
@@ -319,14 +334,12 @@ export class NatsTransport implements Transport {
  * @throws PermissionDeniedError when the server refuses the credentials; TransportError when it cannot be reached.
  */
 export async function natsTransport(options: NatsTransportOptions = {}): Promise<Transport> {
+  // Checked before anything is opened: a refused namespace leaves no connection behind.
+  if (options.namespace) checkSubject(options.namespace, 'subject');
+  if (options.inboxPrefix !== undefined) checkSubject(options.inboxPrefix, 'reply subject');
   const connection = connectionOptions(options);
   const directOff = options.direct === false || process.env.TENSORBUS_DIRECT === '0';
-  let nc: NatsConnection;
-  try {
-    nc = await connect(connection);
-  } catch (error) {
-    throw connectError(error, String(connection.servers));
-  }
+  const nc = await connectReporting(connection, options.tls !== undefined);
   let direct: DirectPlane | undefined;
   if (!directOff) {
     try {
@@ -338,4 +351,39 @@ export async function natsTransport(options: NatsTransportOptions = {}): Promise
     }
   }
   return new NatsTransport(nc, options, direct);
+}
+
+/**
+ * Connects, saying what failed. With TLS, a server that refuses the client's
+ * certificate closes the connection after the handshake; a client that
+ * reconnects only retries it until its timeout and reports a bare TIMEOUT. So
+ * a second attempt with reconnection off runs beside the real one: its own
+ * error names the TLS failure at once, and the real one is dropped.
+ */
+async function connectReporting(connection: ConnectionOptions, tls: boolean): Promise<NatsConnection> {
+  const servers = String(connection.servers);
+  const real = connect(connection);
+  if (!tls) {
+    try {
+      return await real;
+    } catch (error) {
+      throw connectError(error, servers);
+    }
+  }
+  const probe = connect({ ...connection, reconnect: false, maxReconnectAttempts: 0, name: `${connection.name ?? 'tensorbus'} (tls check)` }).then(
+    (nc) => {
+      void nc.close();
+      return undefined;
+    },
+    (error: unknown) => tlsError(error, servers),
+  );
+  const diagnosed = probe.then((error) => (error ? Promise.reject(error) : new Promise<never>(() => undefined)));
+  try {
+    return await Promise.race([real, diagnosed]);
+  } catch (error) {
+    // Whichever failed first: the real attempt must not linger connected or reconnecting.
+    void real.then((nc) => nc.close(), () => undefined);
+    if (error instanceof TransportError || (error as { code?: string }).code === 'PERMISSION_DENIED') throw error;
+    throw (await probe) ?? connectError(error, servers);
+  }
 }

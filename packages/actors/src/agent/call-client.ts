@@ -14,6 +14,7 @@ import {
   type Transport,
 } from '@tensorbus/core';
 import { abortError, errorFromWire, releaseOutgoing } from '@tensorbus/core/internal';
+import type { CallAuth } from './call-auth.js';
 import type { CallMeta } from './call-context.js';
 import { CALL, OK, parseReply, type StreamOpen, STREAM } from './call-protocol.js';
 import { callSubject } from './subjects.js';
@@ -53,6 +54,7 @@ export class CallClient {
     private readonly self: string,
     private readonly agent: unknown,
     private readonly defaultTimeoutMs: () => number,
+    private readonly auth: CallAuth,
   ) {}
 
   /** Number of calls awaiting a reply. */
@@ -69,6 +71,7 @@ export class CallClient {
       const onResult = tap(to, args, meta);
       if (onResult !== undefined) (told ??= []).push(onResult);
     }
+    meta.auth = this.auth.seal(to, CALL, fn);
     const result = this.send(to, [CALL, fn, args, meta], fn, options);
     if (told === undefined) return result;
     const observers = told;
@@ -80,6 +83,7 @@ export class CallClient {
 
   /** Opens a stream of `fn(args)` on `to`; resolves once the callee accepted it. */
   openStream(to: string, fn: string, args: unknown[], meta: CallMeta, open: StreamOpen, options: CallOptions = {}): Promise<unknown> {
+    meta.auth = this.auth.seal(to, STREAM, fn);
     return this.send(to, [STREAM, fn, args, meta, open], fn, options);
   }
 

@@ -11,6 +11,11 @@
 import { SerializationError } from '@tensorbus/core';
 import type { WireError } from '@tensorbus/core/internal';
 import type { CallMeta } from './call-context.js';
+import { streamSubject } from './subjects.js';
+import { isWorkerName } from './wire-checks.js';
+
+/** Largest initial credit a stream request may ask for. */
+export const MAX_STREAM_CREDIT = 65_536;
 
 /** Request kinds. */
 export const CALL = 0;
@@ -45,13 +50,17 @@ export function parseRequest(value: unknown): CallRequest {
     throw new SerializationError('message is not a tensorbus call');
   }
   const [kind, fn, args, meta, open] = value as [number, unknown, unknown, unknown, unknown];
-  if (typeof fn !== 'string' || !Array.isArray(args) || typeof meta !== 'object' || meta === null || typeof (meta as CallMeta).from !== 'string') {
-    throw new SerializationError('malformed call: expected [kind, name, args[], { from }]');
+  if (typeof fn !== 'string' || !Array.isArray(args) || typeof meta !== 'object' || meta === null || !isWorkerName((meta as CallMeta).from)) {
+    throw new SerializationError('malformed call: expected [kind, name, args[], { from: <worker name> }]');
   }
   if (kind === STREAM) {
+    // Items go only to the caller's own stream subject: the request names it, and it must be that one.
     const o = open as StreamOpen | undefined;
-    if (!o || typeof o.id !== 'number' || typeof o.subject !== 'string' || typeof o.credit !== 'number') {
-      throw new SerializationError('malformed stream call');
+    if (
+      !o || !Number.isSafeInteger(o.id) || o.id < 1 || !Number.isSafeInteger(o.credit) || o.credit < 1 || o.credit > MAX_STREAM_CREDIT ||
+      o.subject !== streamSubject((meta as CallMeta).from, o.id)
+    ) {
+      throw new SerializationError(`malformed stream call: expected { id, subject: 'tb.stream.<from>.<id>', credit: 1..${MAX_STREAM_CREDIT} }`);
     }
   }
   return { kind: kind as CallRequest['kind'], fn, args, meta: meta as CallMeta, open: open as StreamOpen | undefined };

@@ -9,20 +9,24 @@ import { defaultCodec, SerializationError, ShutdownError, type InboundMessage, t
 import { errorToWire, releaseOutgoing, remoteErrorFrom, type WireError } from '@tensorbus/core/internal';
 import { lookupCallable } from '../registry/functions.js';
 import { disposeTransient } from '../tensors.js';
-import { callScope, type CallMeta } from './call-context.js';
+import type { CallAuth } from './call-auth.js';
+import { callScope, type CallerIdentity, type CallMeta } from './call-context.js';
 import type { WireContext } from './call-client.js';
 import { CALL, ERROR, OK, parseRequest, type CallRequest } from './call-protocol.js';
 import { callSubject } from './subjects.js';
 
-/** Runs a call's function inside whatever scope protocols need (autograd contexts, …); `args` are the call's decoded arguments. */
-export type CallWrapper = (meta: CallMeta, run: () => Promise<unknown>, args: unknown[]) => Promise<unknown>;
+/**
+ * Runs a call's function inside whatever scope protocols need (autograd contexts, …); `args` are
+ * the call's decoded arguments, `caller` who sent it (a verified member or only a claimed name).
+ */
+export type CallWrapper = (meta: CallMeta, run: () => Promise<unknown>, args: unknown[], caller: CallerIdentity) => Promise<unknown>;
 
 /** Starts a stream for an accepted STREAM request. */
-export type StreamStarter = (request: CallRequest, produce: () => unknown) => void;
+export type StreamStarter = (request: CallRequest, produce: () => unknown, caller: CallerIdentity) => void;
 
 /** Serves calls addressed to one worker. */
 export class CallServer {
-  /** Calls received per sender (for shutdown's quiescence check). */
+  /** Calls received per verified sender (for shutdown's quiescence check; unverified callers are not counted). */
   readonly receivedFrom: Record<string, number> = {};
   /** Calls running now. */
   running = 0;
@@ -37,6 +41,7 @@ export class CallServer {
     private readonly name: string,
     private readonly agent: unknown,
     private readonly startStream: StreamStarter,
+    private readonly auth: CallAuth,
   ) {}
 
   /** Adds a wrapper around every call's execution (outermost last). */
@@ -72,34 +77,37 @@ export class CallServer {
       }
       let request: CallRequest;
       let context: WireContext | undefined;
+      let caller: CallerIdentity;
       try {
         // The sender is known only once decoded: extensions read their sender from their own payload.
         // In-process, a large request is decoded sharing the caller's tensors.
         const decoded = defaultCodec.decodePayload(message.payload ?? message.data, { agent: this.agent, peer: undefined });
         request = parseRequest(decoded);
         context = { agent: this.agent, peer: request.meta.from };
-        this.receivedFrom[request.meta.from] = (this.receivedFrom[request.meta.from] ?? 0) + 1;
+        caller = { name: request.meta.from, verified: this.auth.check(request.meta.from, request.kind, request.fn, request.meta.auth) };
+        // Only a caller that showed who it is counts as that member for shutdown's barrier.
+        if (caller.verified) this.receivedFrom[caller.name] = (this.receivedFrom[caller.name] ?? 0) + 1;
       } catch (error) {
         this.answerError(message, undefined, errorToWire(error));
         return;
       }
-      await this.serve(message, request, context);
+      await this.serve(message, request, context, caller);
     } finally {
       this.running--;
     }
   }
 
-  private async serve(message: InboundMessage, request: CallRequest, context: WireContext): Promise<void> {
+  private async serve(message: InboundMessage, request: CallRequest, context: WireContext, caller: CallerIdentity): Promise<void> {
     let result: unknown;
     try {
       const entry = lookupCallable(request.fn, this.name);
       const produce = () => entry.invoke(request.args);
       if (request.kind !== CALL) {
-        this.startStream(request, produce);
+        this.startStream(request, produce, caller);
         result = null;
       } else {
-        const run = () => callScope.run({ agent: this.agent, caller: request.meta.from, meta: request.meta }, async () => produce());
-        result = await this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args), run)();
+        const run = () => callScope.run({ agent: this.agent, caller: caller.name, verified: caller.verified, meta: request.meta }, async () => produce());
+        result = await this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run)();
       }
     } catch (error) {
       disposeTransient(request.args);

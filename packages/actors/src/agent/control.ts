@@ -2,11 +2,25 @@
  * The control channel of a worker: small messages on `tb.ctl.<name>`,
  * dispatched by their kind `k` to the protocol that registered it (membership,
  * shutdown, streams, RRefs). A handler's return value, if any, is the reply.
+ *
+ * Once authenticated (see {@link ControlChannel.authenticate}), messages go in
+ * an envelope `['tbctl', bytes, from, [counter, mac]]` whose MAC covers the
+ * message's bytes with the pair key of the call MACs (call-auth.ts), and each
+ * handler is told who sent the message and whether that was shown. A message
+ * without an envelope is still handled, with no sender.
  * @module
  */
 import { defaultCodec, type InboundMessage, type Transport, type TransportSubscription } from '@tensorbus/core';
 import { errorToWire } from '@tensorbus/core/internal';
+import type { CallAuth } from './call-auth.js';
+import type { CallerIdentity } from './call-context.js';
 import { controlSubject } from './subjects.js';
+import { isWorkerName } from './wire-checks.js';
+
+/** First element of an authenticated control message. */
+const ENVELOPE = 'tbctl';
+/** The MAC kind of control messages (calls are 0 and 1). */
+export const CONTROL_KIND = 2;
 
 /** A control message: a kind and its fields. */
 export interface ControlMessage {
@@ -14,8 +28,13 @@ export interface ControlMessage {
   [field: string]: unknown;
 }
 
-/** Handles one kind; a returned value (or promise of one) is sent as the reply. */
-export type ControlHandler = (message: ControlMessage) => unknown;
+/**
+ * Handles one kind; a returned value (or promise of one) is sent as the reply.
+ * `sender` is who the message says sent it and whether its MAC showed that
+ * (as for calls: see CallScope.verified); undefined for a message that names
+ * no sender.
+ */
+export type ControlHandler = (message: ControlMessage, sender: CallerIdentity | undefined) => unknown;
 
 /** Routes control messages of one worker. */
 export class ControlChannel {
@@ -24,7 +43,14 @@ export class ControlChannel {
   /** Malformed control messages seen (dropped). */
   malformed = 0;
 
+  private auth: CallAuth | undefined;
+
   constructor(private readonly transport: Transport, private readonly name: string) {}
+
+  /** From now on, messages sent carry this worker's name and a MAC, and received ones are checked. */
+  authenticate(auth: CallAuth): void {
+    this.auth = auth;
+  }
 
   /** Registers the handler of messages of kind `kind`. */
   on(kind: string, handler: ControlHandler): void {
@@ -39,12 +65,12 @@ export class ControlChannel {
 
   /** Sends a control message to `worker` without waiting. */
   send(worker: string, message: ControlMessage): void {
-    this.transport.publish(controlSubject(worker), defaultCodec.encode(message));
+    this.transport.publish(controlSubject(worker), this.encode(worker, message));
   }
 
   /** Sends a control message to `worker` and decodes its reply. */
   async request(worker: string, message: ControlMessage, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
-    const reply = await this.transport.request(controlSubject(worker), defaultCodec.encode(message), { timeoutMs, signal });
+    const reply = await this.transport.request(controlSubject(worker), this.encode(worker, message), { timeoutMs, signal });
     return defaultCodec.decode(reply);
   }
 
@@ -53,10 +79,25 @@ export class ControlChannel {
     this.subscription = undefined;
   }
 
+  private encode(worker: string, message: ControlMessage): Uint8Array {
+    const bytes = defaultCodec.encode(message);
+    if (!this.auth) return bytes;
+    const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    return defaultCodec.encode([ENVELOPE, body, this.name, this.auth.seal(worker, CONTROL_KIND, '', body)]);
+  }
+
   private dispatch(inbound: InboundMessage): void {
     let message: ControlMessage;
+    let sender: CallerIdentity | undefined;
     try {
-      message = defaultCodec.decode(inbound.data) as ControlMessage;
+      let decoded = defaultCodec.decode(inbound.data) as unknown;
+      if (Array.isArray(decoded) && decoded[0] === ENVELOPE) {
+        const [, body, from, auth] = decoded as [string, unknown, unknown, unknown];
+        if (!(body instanceof Uint8Array) || !isWorkerName(from)) throw new Error('malformed envelope');
+        sender = { name: from, verified: this.auth?.check(from, CONTROL_KIND, '', auth, body) ?? false };
+        decoded = defaultCodec.decode(body);
+      }
+      message = decoded as ControlMessage;
       if (typeof message !== 'object' || message === null || typeof message.k !== 'string') throw new Error('no kind');
     } catch {
       this.malformed++;
@@ -67,8 +108,15 @@ export class ControlChannel {
       this.malformed++;
       return;
     }
-    Promise.resolve()
-      .then(() => handler(message))
+    // Handled at once, in the order the bus delivered them: a `here` that came before a call has
+    // made its sender known when the call is checked (call-auth.ts).
+    let result: unknown;
+    try {
+      result = handler(message, sender);
+    } catch (error) {
+      result = Promise.reject(error);
+    }
+    Promise.resolve(result)
       .then(
         (result) => {
           if (inbound.reply && result !== undefined) inbound.respond(defaultCodec.encode(result));

@@ -14,6 +14,13 @@
  *   heard from for `failureTimeoutMs` is declared failed (while this worker's
  *   own connection is up) and `gone$` fires so pending calls fail fast.
  * - leave: broadcast `bye`; members drop the worker at once.
+ * - authentication: every announcement carries the sender's public keys, a
+ *   sequence number and an Ed25519 signature. The first valid claim of a name
+ *   binds its keys; later messages for that name count only when signed by
+ *   them with a greater sequence number (a replay or a forgery is dropped and
+ *   counted), so a worker is declared gone only by itself or by failure
+ *   detection. Values are checked before use: a name that is not a valid
+ *   worker name never becomes a subject.
  * See docs/rpc.md.
  * @module
  */
@@ -30,10 +37,16 @@ import {
 import { waitAtMost } from '@tensorbus/core/internal';
 import type { WorkerInfo } from '../worker-info.js';
 import type { ControlChannel, ControlMessage } from './control.js';
-import { MEMBERS_SUBJECT } from './subjects.js';
+import { Identity, isPublicKey } from './identity.js';
+import { MEMBERS_SUBJECT, STATUS_REPLY_PATTERN } from './subjects.js';
+import { isCount, isInstance, isWorkerId, isWorkerName } from './wire-checks.js';
 
 /** A transport that does not echo a worker's own announcements delays each join step by at most this, ms. */
 const ECHO_LIMIT_MS = 2_000;
+/** Members a worker keeps track of at most (a group is far smaller; a flood of names is not). */
+const MAX_MEMBERS = 4096;
+/** Departed workers remembered (why they left, and their keys against replays); the oldest go first. */
+const MAX_DEPARTED = 4096;
 
 /** Timing of the membership protocol. */
 export interface MembershipTiming {
@@ -45,21 +58,46 @@ export interface MembershipTiming {
   joinSettleMs: number;
 }
 
-interface Member {
-  info: WorkerInfo;
+/** The keys a name is bound to, and the newest sequence number heard under them. */
+interface Binding {
   inst: string;
+  signKey: string;
+  dhKey: string;
+  seq: number;
+}
+
+interface Member extends Binding {
+  info: WorkerInfo;
   joinedAt: number;
   lastSeen: number;
 }
 
+interface Departed extends Binding {
+  reason: Departure['reason'];
+}
+
 /** An announcement on the members subject or a `here` on a control subject. */
-interface Announcement extends ControlMessage {
+export interface Announcement extends ControlMessage {
   k: 'hello' | 'sync' | 'hb' | 'bye' | 'here' | 'query';
   n: string;
   id: number;
   inst: string;
   t: number;
+  /** Sequence number of the sender's announcements (its instance's), from 1. */
+  q: number;
+  /** The sender's Ed25519 and X25519 public keys. */
+  sk: string;
+  xk: string;
+  /** Ed25519 signature of {@link signedText}. */
+  sig: string;
   reply?: string;
+}
+
+const KINDS = new Set(['hello', 'sync', 'hb', 'bye', 'here']);
+
+/** What an announcement's signature covers. */
+export function signedText(m: Announcement): string {
+  return `tensorbus member\0${m.k}\0${m.n}\0${m.id}\0${m.inst}\0${m.t}\0${m.q}\0${m.sk}\0${m.xk}`;
 }
 
 /** Why a worker left the view. */
@@ -76,8 +114,13 @@ export class Membership {
   readonly membership$ = new BehaviorSubject<WorkerInfo[]>([]);
   /** Fires when a worker leaves or is declared failed. */
   readonly gone$ = new Subject<Departure>();
+  /** This worker's keys. */
+  readonly identity = new Identity();
+  /** Announcements dropped: malformed, badly signed, replayed, or claiming a name bound to other keys. */
+  dropped = 0;
   private readonly members = new Map<string, Member>();
-  private readonly departed = new Map<string, Departure['reason']>();
+  private readonly departed = new Map<string, Departed>();
+  private seq = 0;
   private id = -1;
   private conflict: DuplicateWorkerError | undefined;
   private subscription: TransportSubscription | undefined;
@@ -99,7 +142,9 @@ export class Membership {
   ) {
     if (rank !== undefined) this.id = rank;
     control.on('ping', () => ({ k: 'pong', n: this.name, inst: this.inst }));
-    control.on('here', (m) => this.observe(m as Announcement));
+    control.on('here', (m) => {
+      if (!this.left) this.accept(m);
+    });
   }
 
   /** This worker's info (id -1 until a static group without ranks is complete). */
@@ -122,9 +167,10 @@ export class Membership {
   async join(): Promise<void> {
     this.subscription = this.transport.subscribe(MEMBERS_SUBJECT, (m) => {
       try {
-        this.onAnnouncement(defaultCodec.decode(m.data) as Announcement, m.reply);
+        this.onAnnouncement(defaultCodec.decode(m.data) as Announcement);
       } catch {
         // A malformed announcement is dropped: nothing on the wire may crash a worker.
+        this.dropped++;
       }
     });
     this.statusSubscription = this.transport.status$.subscribe((status) => this.onStatus(status));
@@ -176,7 +222,36 @@ export class Membership {
 
   /** Why `name` left, if it was a member that left or failed and has not come back. */
   departure(name: string): Departure['reason'] | undefined {
-    return this.departed.get(name);
+    return this.departed.get(name)?.reason;
+  }
+
+  /**
+   * The X25519 key `name` announced (this worker's own for its name), while it
+   * is a member or after it was declared failed (the same instance may speak
+   * again, and its calls then still show who sent them); undefined for a
+   * worker never heard of or one that left.
+   */
+  dhKeyOf(name: string): string | undefined {
+    const member = this.members.get(name);
+    if (member) return member.dhKey;
+    const departed = this.departed.get(name);
+    return departed?.reason === 'failed' ? departed.dhKey : undefined;
+  }
+
+  /** The Ed25519 key member `name` announced; undefined for a non-member. */
+  signKeyOf(name: string): string | undefined {
+    return this.members.get(name)?.signKey;
+  }
+
+  /** Signs `text` as this worker (answers other protocols must show came from it). */
+  sign(text: string): string {
+    return this.identity.sign(text);
+  }
+
+  /** True when `signature` is member `name`'s signature of `text`. */
+  verifyFrom(name: string, text: string, signature: unknown): boolean {
+    const key = this.signKeyOf(name);
+    return key !== undefined && this.identity.verify(key, text, signature);
   }
 
   /** Members now. */
@@ -213,28 +288,68 @@ export class Membership {
   }
 
   private announce(kind: 'hello' | 'sync' | 'hb' | 'bye'): void {
-    const message: Announcement = { k: kind, n: this.name, id: this.id, inst: this.inst, t: this.joinedAt };
-    this.transport.publish(MEMBERS_SUBJECT, defaultCodec.encode(message));
+    this.transport.publish(MEMBERS_SUBJECT, defaultCodec.encode(this.signed(kind)));
   }
 
-  private onAnnouncement(message: Announcement, reply: string | undefined): void {
+  /** This worker's announcement of `kind`, numbered and signed. */
+  private signed(kind: Announcement['k']): Announcement {
+    const message = { k: kind, n: this.name, id: this.id, inst: this.inst, t: this.joinedAt, q: ++this.seq, sk: this.identity.signKey, xk: this.identity.dhKey } as Announcement;
+    message.sig = this.identity.sign(signedText(message));
+    return message;
+  }
+
+  private onAnnouncement(message: Announcement): void {
     if (this.left) return;
-    if (message.k === 'query') {
-      if (typeof message.reply === 'string' || reply) {
-        const here: Announcement = { k: 'here', n: this.name, id: this.id, inst: this.inst, t: this.joinedAt };
-        this.transport.publish(message.reply ?? reply!, defaultCodec.encode(here));
+    if (typeof message === 'object' && message !== null && message.k === 'query') {
+      // Only the status tool asks, and only on its own subjects: a query cannot make every worker publish elsewhere.
+      if (typeof message.reply === 'string' && STATUS_REPLY_PATTERN.test(message.reply)) {
+        this.transport.publish(message.reply, defaultCodec.encode(this.signed('here')));
+      } else {
+        this.dropped++;
       }
       return;
     }
-    if (typeof message.n !== 'string' || typeof message.inst !== 'string' || typeof message.id !== 'number') return;
+    this.accept(message);
+  }
+
+  /** Checks an announcement's form, signature and binding; handles it, or drops and counts it. */
+  private accept(raw: unknown): void {
+    const message = raw as Announcement;
+    if (!this.authentic(message)) {
+      this.dropped++;
+      return;
+    }
     if (message.k === 'bye') {
-      this.remove(message.n, message.inst, 'left');
+      this.remove(message.n, message.inst, 'left', message.q);
       return;
     }
     if (message.k === 'hello' && message.inst !== this.inst && message.n !== this.name) {
-      this.control.send(message.n, { k: 'here', n: this.name, id: this.id, inst: this.inst, t: this.joinedAt });
+      this.control.send(message.n, this.signed('here'));
     }
     this.observe(message);
+  }
+
+  /**
+   * True when `m` is well formed, signed by the keys it carries, and those are
+   * the keys its name is bound to (a name not bound yet, or bound to an
+   * instance that has gone, binds them now), with a sequence number above
+   * every one heard from that instance.
+   */
+  private authentic(m: Announcement): boolean {
+    if (typeof m !== 'object' || m === null || !KINDS.has(m.k) || !isWorkerName(m.n) || !isInstance(m.inst) || !isWorkerId(m.id)) return false;
+    if (typeof m.t !== 'number' || !Number.isFinite(m.t) || !isCount(m.q) || !isPublicKey(m.sk) || !isPublicKey(m.xk)) return false;
+    if (!this.identity.verify(m.sk, signedText(m), m.sig)) return false;
+    if (m.n === this.name) {
+      // This worker's own echo, or a rival for its name (the name-claim protocol decides).
+      return m.inst !== this.inst || (m.sk === this.identity.signKey && m.q <= this.seq);
+    }
+    const bound: Binding | undefined = this.members.get(m.n) ?? this.departed.get(m.n);
+    if (bound === undefined || bound.inst !== m.inst) {
+      // A live member's name claimed by another instance: the member keeps it until it leaves or fails.
+      // New names beyond MAX_MEMBERS are not taken in: announcements alone cannot grow this worker's state without bound.
+      return !this.members.has(m.n) && m.k !== 'bye' && this.members.size < MAX_MEMBERS;
+    }
+    return m.sk === bound.signKey && m.xk === bound.dhKey && m.q > bound.seq;
   }
 
   private observe(message: Announcement): void {
@@ -247,7 +362,7 @@ export class Membership {
       this.onRival(message);
       return;
     }
-    this.touch(message.n, message.inst, message.id, message.t);
+    this.touch(message.n, message.inst, message.id, message.t, message);
     if (this.worldSize === undefined && this.heartbeat && message.id === this.id && this.id >= 0) {
       // Two dynamic workers picked one id: the later joiner moves.
       if (message.t < this.joinedAt || (message.t === this.joinedAt && message.inst < this.inst)) {
@@ -279,24 +394,30 @@ export class Membership {
     }
   }
 
-  private touch(name: string, inst: string, id: number, joinedAt: number): void {
+  /** Records that `name` was heard; `from` is the authenticated announcement (absent for this worker itself). */
+  private touch(name: string, inst: string, id: number, joinedAt: number, from?: Announcement): void {
     const existing = this.members.get(name);
     // A static worker numbered by name announces -1 until it has counted everyone.
     if (id < 0 && existing && existing.inst === inst && existing.info.id >= 0) id = existing.info.id;
     this.departed.delete(name);
+    const keys: Binding = from
+      ? { inst, signKey: from.sk, dhKey: from.xk, seq: from.q }
+      : { inst, signKey: this.identity.signKey, dhKey: this.identity.dhKey, seq: this.seq };
     if (existing && existing.inst === inst && existing.info.id === id) {
       existing.lastSeen = Date.now();
+      existing.seq = keys.seq;
       return;
     }
-    this.members.set(name, { info: { name, id }, inst, joinedAt, lastSeen: Date.now() });
+    this.members.set(name, { ...keys, info: { name, id }, joinedAt, lastSeen: Date.now() });
     this.publishView();
   }
 
-  private remove(name: string, inst: string | undefined, reason: Departure['reason']): void {
+  private remove(name: string, inst: string | undefined, reason: Departure['reason'], seq?: number): void {
     const member = this.members.get(name);
     if (!member || name === this.name || (inst !== undefined && member.inst !== inst)) return;
     this.members.delete(name);
-    this.departed.set(name, reason);
+    if (this.departed.size >= MAX_DEPARTED) this.departed.delete(this.departed.keys().next().value!);
+    this.departed.set(name, { reason, inst: member.inst, signKey: member.signKey, dhKey: member.dhKey, seq: Math.max(member.seq, seq ?? 0) });
     this.publishView();
     this.gone$.next({ name, reason });
   }

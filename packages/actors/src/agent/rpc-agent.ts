@@ -20,7 +20,8 @@ import { CallServer } from './call-server.js';
 import { ControlChannel } from './control.js';
 import { Membership } from './membership.js';
 import type { ResolvedOptions } from './options.js';
-import { staticBarrier, type ShutdownStatus } from './shutdown.js';
+import { signStatus, staticBarrier, type ShutdownStatus } from './shutdown.js';
+import { CallAuth } from './call-auth.js';
 import { StreamConsumers, type StreamOptions } from './stream-consumer.js';
 import { StreamProducers } from './stream-producer.js';
 import { RRefManager, type RRefStats } from '../rref/rref-manager.js';
@@ -62,6 +63,8 @@ export class RpcAgent {
   /** @internal */ readonly calls: CallClient;
   /** @internal */ readonly server: CallServer;
   /** @internal */ readonly membership: Membership;
+  /** @internal MACs of calls: who sent a call (see call-auth.ts). */
+  readonly callAuth: CallAuth;
   /** @internal */ readonly producers: StreamProducers;
   /** @internal */ readonly consumers: StreamConsumers;
   /** @internal */ readonly metaContributors: MetaContributor[] = [];
@@ -76,12 +79,14 @@ export class RpcAgent {
   constructor(readonly transport: Transport, readonly options: ResolvedOptions) {
     const name = options.name;
     this.control = new ControlChannel(transport, name);
-    this.calls = new CallClient(transport, name, this, () => this.options.rpcTimeoutMs);
+    this.membership = new Membership(transport, this.control, name, options, options.worldSize, options.rank);
+    this.callAuth = new CallAuth(this.membership.identity, name, (peer) => this.membership.dhKeyOf(peer));
+    this.control.authenticate(this.callAuth);
+    this.calls = new CallClient(transport, name, this, () => this.options.rpcTimeoutMs, this.callAuth);
     this.producers = new StreamProducers(transport, name, this, this.control);
     this.consumers = new StreamConsumers(transport, name, this, this.calls, this.control);
-    this.server = new CallServer(transport, name, this, (request, produce) => this.producers.start(request, produce));
-    this.membership = new Membership(transport, this.control, name, options, options.worldSize, options.rank);
-    this.control.on('sdstatus', () => this.shutdownStatus());
+    this.server = new CallServer(transport, name, this, (request, produce, caller) => this.producers.start(request, produce, caller), this.callAuth);
+    this.control.on('sdstatus', (m) => signStatus(this.membership, m, this.shutdownStatus()));
     this.rrefs = new RRefManager(this);
     this.distAutograd = new DistAutograd(this);
     this.membership.gone$.subscribe(({ name: gone, reason }) => {
@@ -89,6 +94,8 @@ export class RpcAgent {
       this.calls.failAll(gone, new WorkerUnavailableError(`worker '${gone}' ${why}`));
       this.consumers.producerGone(gone, why);
       this.producers.cancelFor(gone);
+      // A failed worker may speak again as the same instance: its counters stay, so nothing it sent can be replayed.
+      if (reason === 'left') this.callAuth.forget(gone);
     });
   }
 
@@ -215,7 +222,13 @@ export class RpcAgent {
       try {
         if (this.options.worldSize !== undefined) {
           await staticBarrier(
-            { name: this.self.name, control: this.control, status: () => this.shutdownStatus(), liveMembers: () => this.workers().map((w) => w.name) },
+            {
+              name: this.self.name,
+              control: this.control,
+              status: () => this.shutdownStatus(),
+              liveMembers: () => this.workers().map((w) => w.name),
+              verify: (from, text, signature) => this.membership.verifyFrom(from, text, signature),
+            },
             timeoutMs,
           );
         } else if (!(await this.drain(timeoutMs))) {
@@ -240,6 +253,14 @@ export class RpcAgent {
   /** @internal True while the agent accepts calls. */
   get running(): boolean {
     return this.state === 'running' || this.state === 'starting';
+  }
+
+  /**
+   * @internal True when `name` is a current member (for protocols that must
+   * tell members from callers that only claim a name: see CallScope.verified).
+   */
+  isMember(name: string): boolean {
+    return this.membership.get(name) !== undefined;
   }
 
   /** @internal Metadata for a call to `to`. */

@@ -10,11 +10,19 @@
  * failed are not waited for. Past `timeoutMs` the worker leaves anyway and
  * rejects with RpcTimeoutError naming whom it waited for.
  *
+ * Status answers are signed by the member that gives them, over the asker's
+ * nonce: only the member itself can answer for it (anyone else who listens on
+ * its control subject, or replays an old answer, is not heard).
+ *
  * Dynamic group: the worker drains its own calls (sent and served), then leaves.
  * @module
  */
+import { randomBytes } from 'node:crypto';
 import { RpcTimeoutError } from '@tensorbus/core';
-import type { ControlChannel } from './control.js';
+import type { ControlChannel, ControlMessage } from './control.js';
+import { isCount, isWorkerName } from './wire-checks.js';
+
+const NONCE_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** What a worker reports while the group shuts down. */
 export interface ShutdownStatus {
@@ -35,6 +43,42 @@ export interface BarrierParticipant {
   status(): ShutdownStatus;
   /** Names of the live members of the group now. */
   liveMembers(): string[];
+  /** True when `signature` is member `from`'s signature of `text`. */
+  verify(from: string, text: string, signature: unknown): boolean;
+}
+
+/** What signs a status answer. */
+export interface StatusSigner {
+  readonly name: string;
+  sign(text: string): string;
+}
+
+/** A signed status answer: the status as JSON, and its signature. */
+interface SignedStatus {
+  s: string;
+  sig: string;
+}
+
+const statusText = (asker: string, answerer: string, nonce: string, json: string): string =>
+  `tensorbus sdstatus\0${asker}\0${answerer}\0${nonce}\0${json}`;
+
+/** The answer to an `sdstatus` request `request`: `status` signed over the asker's nonce; undefined (no answer) for a malformed request. */
+export function signStatus(signer: StatusSigner, request: ControlMessage, status: ShutdownStatus): SignedStatus | undefined {
+  if (!isWorkerName(request.from) || typeof request.c !== 'string' || !NONCE_PATTERN.test(request.c)) return undefined;
+  const s = JSON.stringify(status);
+  return { s, sig: signer.sign(statusText(request.from, signer.name, request.c, s)) };
+}
+
+/** The status in a signed answer from `name`, if the answer is `name`'s, to this nonce, and well formed. */
+function openStatus(self: BarrierParticipant, name: string, nonce: string, reply: unknown): ShutdownStatus | undefined {
+  const answer = reply as SignedStatus;
+  if (typeof answer !== 'object' || answer === null || typeof answer.s !== 'string') return undefined;
+  if (!self.verify(name, statusText(self.name, name, nonce, answer.s), answer.sig)) return undefined;
+  const status = JSON.parse(answer.s) as ShutdownStatus;
+  const counts = (record: unknown) =>
+    typeof record === 'object' && record !== null && Object.values(record).every(isCount);
+  if (typeof status !== 'object' || status === null || typeof status.requested !== 'boolean' || !isCount(status.busy)) return undefined;
+  return counts(status.sentTo) && counts(status.receivedFrom) ? status : undefined;
 }
 
 const POLL_MS = 15;
@@ -69,8 +113,9 @@ async function poll(self: BarrierParticipant, timeoutMs: number): Promise<Map<st
     names.map(async (name) => {
       if (name === self.name) return self.status();
       try {
-        const reply = (await self.control.request(name, { k: 'sdstatus' }, timeoutMs)) as ShutdownStatus;
-        return typeof reply === 'object' && reply !== null && typeof reply.requested === 'boolean' ? reply : undefined;
+        const nonce = randomBytes(12).toString('base64url');
+        const reply = await self.control.request(name, { k: 'sdstatus', from: self.name, c: nonce }, timeoutMs);
+        return openStatus(self, name, nonce, reply);
       } catch {
         return undefined;
       }

@@ -9,6 +9,7 @@ import { defaultCodec, SerializationError, WorkerUnavailableError, type Transpor
 import { errorFromWire, type WireError } from '@tensorbus/core/internal';
 import type { CallMeta } from './call-context.js';
 import type { CallClient, CallOptions } from './call-client.js';
+import { MAX_STREAM_CREDIT } from './call-protocol.js';
 import type { ControlChannel } from './control.js';
 import { DEFAULT_STREAM_CREDIT, END, FAIL, ITEM } from './stream-protocol.js';
 import { streamSubject } from './subjects.js';
@@ -36,7 +37,7 @@ export class StreamConsumers {
   open<T>(to: string, fn: string, args: unknown[], meta: () => CallMeta, options: StreamOptions = {}): Observable<T> {
     return new Observable<T>((subscriber) => {
       const id = ++this.nextId;
-      const credit = Math.max(1, Math.floor(options.credit ?? DEFAULT_STREAM_CREDIT));
+      const credit = Math.min(MAX_STREAM_CREDIT, Math.max(1, Math.floor(options.credit ?? DEFAULT_STREAM_CREDIT)));
       const subject = streamSubject(this.self, id);
       let expected = 0;
       let consumed = 0;

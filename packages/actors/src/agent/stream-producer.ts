@@ -7,13 +7,15 @@ import { isObservable, type Observable, type Subscription } from 'rxjs';
 import { defaultCodec, SerializationError, type Transport } from '@tensorbus/core';
 import { errorToWire, remoteErrorFrom } from '@tensorbus/core/internal';
 import { disposeTransient } from '../tensors.js';
-import { callScope } from './call-context.js';
-import type { CallRequest } from './call-protocol.js';
+import { callScope, type CallerIdentity } from './call-context.js';
+import { MAX_STREAM_CREDIT, type CallRequest } from './call-protocol.js';
 import type { ControlChannel, ControlMessage } from './control.js';
 import { END, FAIL, ITEM, MAX_OBSERVABLE_BUFFER, streamKey } from './stream-protocol.js';
 
 interface Producer {
   caller: string;
+  /** The stream was opened by a verified caller: only that caller, shown, may grant credit or cancel. */
+  verified: boolean;
   credit: number;
   cancelled: boolean;
   wake: (() => void) | undefined;
@@ -30,8 +32,8 @@ export class StreamProducers {
     private readonly agent: unknown,
     control: ControlChannel,
   ) {
-    control.on('scredit', (m) => this.onCredit(m));
-    control.on('scancel', (m) => this.find(m)?.stop());
+    control.on('scredit', (m, sender) => this.onCredit(m, sender));
+    control.on('scancel', (m, sender) => this.find(m, sender)?.stop());
   }
 
   /** Streams running now. */
@@ -40,10 +42,10 @@ export class StreamProducers {
   }
 
   /** Starts producing for an accepted STREAM request. */
-  start(request: CallRequest, produce: () => unknown): void {
+  start(request: CallRequest, produce: () => unknown, caller: CallerIdentity): void {
     const open = request.open!;
     const key = streamKey(request.meta.from, open.id);
-    const producer: Producer = { caller: request.meta.from, credit: open.credit, cancelled: false, wake: undefined, stop: () => undefined };
+    const producer: Producer = { caller: request.meta.from, verified: caller.verified, credit: open.credit, cancelled: false, wake: undefined, stop: () => undefined };
     producer.stop = () => {
       producer.cancelled = true;
       producer.wake?.();
@@ -71,7 +73,7 @@ export class StreamProducers {
       if (!producer.cancelled) publish([END, seq]);
     };
     callScope
-      .run({ agent: this.agent, caller: request.meta.from, meta: request.meta }, run)
+      .run({ agent: this.agent, caller: caller.name, verified: caller.verified, meta: request.meta }, run)
       .catch((error: unknown) => {
         if (producer.cancelled) return;
         const wire = error instanceof SerializationError ? errorToWire(error) : remoteErrorFrom(this.worker, error);
@@ -97,15 +99,18 @@ export class StreamProducers {
     for (const producer of this.producers.values()) producer.stop();
   }
 
-  private find(message: ControlMessage): Producer | undefined {
+  /** The stream `message` is about, if its sender may steer it. */
+  private find(message: ControlMessage, sender: CallerIdentity | undefined): Producer | undefined {
     if (typeof message.caller !== 'string' || typeof message.id !== 'number') return undefined;
-    return this.producers.get(streamKey(message.caller, message.id));
+    const producer = this.producers.get(streamKey(message.caller, message.id));
+    if (!producer || (producer.verified && (sender?.verified !== true || sender.name !== producer.caller))) return undefined;
+    return producer;
   }
 
-  private onCredit(message: ControlMessage): void {
-    const producer = this.find(message);
-    if (!producer || typeof message.n !== 'number' || !(message.n > 0)) return;
-    producer.credit += message.n;
+  private onCredit(message: ControlMessage, sender: CallerIdentity | undefined): void {
+    const producer = this.find(message, sender);
+    if (!producer || !Number.isSafeInteger(message.n) || !((message.n as number) > 0) || (message.n as number) > MAX_STREAM_CREDIT) return;
+    producer.credit += message.n as number;
     const wake = producer.wake;
     producer.wake = undefined;
     wake?.();

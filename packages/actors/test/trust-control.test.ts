@@ -1,0 +1,259 @@
+/**
+ * Trust boundaries of the control plane, over a real nats-server: values from
+ * the wire never become protocol lines, membership messages must be signed by
+ * the worker they name, and a call's sender is verified or treated as a
+ * stranger. Attackers here are raw NATS clients in the group's namespace.
+ */
+import test from 'ava';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { connect, type NatsConnection } from 'nats';
+import { defaultCodec } from '@tensorbus/core';
+import { natsTransport } from '@tensorbus/nats-transport';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
+import { initRpc, type RpcAgent } from '../src/index.js';
+import { CallAuth } from '../src/agent/call-auth.js';
+import { Identity } from '../src/agent/identity.js';
+import { signedText, type Announcement } from '../src/agent/membership.js';
+import { addNumbers, countTo, echo, sleep } from './fixtures/functions.js';
+import { callerSeen, membersSeen } from './fixtures/trust-functions.js';
+import { stop } from './fixtures/worker-functions.js';
+import { eventually, stopAll } from './helpers.js';
+import { startProcessGroup, TIMING } from './process-group.js';
+
+const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
+let groups = 0;
+
+/** Text that, written into a PUB line as a subject, ends it and sends UNSUB for subscriptions 1..40, then a PUB to `tail`. */
+const inject = (tail: string) => `x 0\r\n\r\n${Array.from({ length: 40 }, (_, i) => `UNSUB ${i + 1}`).join('\r\n')}\r\nPUB ${tail}`;
+
+/** A raw NATS client: the attacker. */
+async function attacker(t: { teardown(fn: () => unknown): void }): Promise<NatsConnection> {
+  const server = await sharedNatsServer();
+  const nc = await connect({ servers: server.url });
+  t.teardown(() => nc.close());
+  return nc;
+}
+
+/** Three in-process agents on their own transports in a fresh namespace of the shared server. */
+async function inProcessGroup(t: { teardown(fn: () => unknown): void }): Promise<{ agents: RpcAgent[]; ns: string }> {
+  const server = await sharedNatsServer();
+  const ns = `trust${process.pid}x${++groups}`;
+  const agents = await Promise.all(
+    ['a', 'b', 'c'].map((name) => initRpc({ name, transport: natsTransport({ servers: server.url, namespace: ns }), heartbeatMs: 100, failureTimeoutMs: 1_500 })),
+  );
+  t.teardown(() => stopAll(agents));
+  await eventually(() => agents.every((agent) => agent.workers().length === 3));
+  return { agents, ns };
+}
+
+/** Every agent still sees all three, and calls go around the ring. */
+async function groupIntact(agents: RpcAgent[]): Promise<boolean> {
+  if (!agents.every((agent) => agent.workers().map((w) => w.name).sort().join() === 'a,b,c')) return false;
+  const sums = await Promise.all(agents.map((agent, i) => agent.rpcSync(agents[(i + 1) % 3]!.self.name, addNumbers, [i, 1], { timeoutMs: 3_000 })));
+  return sums.join() === '1,2,3';
+}
+
+/** An announcement signed with `identity` (the attacker's own keys). */
+function signedBy(identity: Identity, fields: Omit<Announcement, 'sk' | 'xk' | 'sig'>): Announcement {
+  const message = { ...fields, sk: identity.signKey, xk: identity.dhKey } as Announcement;
+  message.sig = identity.sign(signedText(message));
+  return message;
+}
+
+test('control trust - a hello whose worker name carries protocol lines is dropped; every member keeps its view and its calls', async (t) => {
+  const { agents, ns } = await inProcessGroup(t);
+  const nc = await attacker(t);
+  const evil = inject(`${ns}.tb.call.a`);
+  nc.publish(`${ns}.tb.members`, defaultCodec.encode({ k: 'hello', n: evil, id: 7, inst: 'spoof', t: 0 }));
+  // Signed with keys of its own, so only the check of the name stops it.
+  nc.publish(`${ns}.tb.members`, defaultCodec.encode(signedBy(new Identity(), { k: 'hello', n: evil, id: 7, inst: 'spoof2', t: 0, q: 1 })));
+  await nc.flush();
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  t.true(await groupIntact(agents));
+  t.true(agents.every((agent) => agent.membership.dropped >= 2), 'each member counted both');
+});
+
+test('control trust - a query answers only on status subjects: an injected or foreign reply subject gets nothing', async (t) => {
+  const { agents, ns } = await inProcessGroup(t);
+  const nc = await attacker(t);
+  let onCallSubject = 0;
+  nc.subscribe(`${ns}.tb.call.b`, { callback: () => onCallSubject++ });
+  let answers = 0;
+  nc.subscribe(`${ns}.tb.status.probe`, { callback: () => answers++ });
+  await nc.flush();
+  nc.publish(`${ns}.tb.members`, defaultCodec.encode({ k: 'query', reply: inject(`${ns}.tb.call.b`) }));
+  nc.publish(`${ns}.tb.members`, defaultCodec.encode({ k: 'query', reply: 'tb.call.b' }));
+  nc.publish(`${ns}.tb.members`, defaultCodec.encode({ k: 'query', reply: 'tb.status.probe' }));
+  await nc.flush();
+  await eventually(() => answers === 3);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.is(onCallSubject, 0, 'no member published on a call subject for the querier');
+  t.true(await groupIntact(agents));
+});
+
+test('control trust - a stream request whose item subject is not the caller’s own is refused; the callee stays on the bus', async (t) => {
+  const { agents, ns } = await inProcessGroup(t);
+  const nc = await attacker(t);
+  for (const subject of [inject(`${ns}.tb.call.b`), 'tb.call.c', 'tb.stream.c.1']) {
+    const reply = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([1, 'test.countTo', [3, 'inj'], { from: 'a' }, { id: 1, subject, credit: 4 }]), { timeout: 3_000 });
+    const [kind, error] = defaultCodec.decode(reply.data) as [number, { code: string }];
+    t.is(kind, 1);
+    t.is(error.code, 'SERIALIZATION');
+  }
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.true(await groupIntact(agents));
+});
+
+test('control trust - a call shows its caller: verified for a member, unverified for a client that only claims the name', async (t) => {
+  const { agents, ns } = await inProcessGroup(t);
+  const [a, b] = agents as [RpcAgent, RpcAgent];
+  t.deepEqual(await a.rpcSync('b', callerSeen), { caller: 'a', verified: true });
+  t.deepEqual(await b.rpcSync('b', callerSeen), { caller: 'b', verified: true }, 'a worker calling itself is shown too');
+  const nc = await attacker(t);
+  const before = { ...b.server.receivedFrom };
+  const spoofed = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a' }]), { timeout: 3_000 });
+  t.deepEqual(defaultCodec.decode(spoofed.data), [0, { caller: 'a', verified: false }], 'served, as a stranger');
+  // A genuine MAC replayed, or put on another function, does not show it either.
+  const auth = a.callAuth.seal('b', 0, 'test.trust.caller')!;
+  const genuine = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a', auth }]), { timeout: 3_000 });
+  t.deepEqual(defaultCodec.decode(genuine.data), [0, { caller: 'a', verified: true }]);
+  for (const claimed of [auth, a.callAuth.seal('b', 0, 'test.echo')]) {
+    const replayed = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a', auth: claimed }]), { timeout: 3_000 });
+    t.deepEqual(defaultCodec.decode(replayed.data), [0, { caller: 'a', verified: false }]);
+  }
+  t.is(b.server.receivedFrom.a, (before.a ?? 0) + 1, 'only the genuine one counted as a call from a');
+  t.true(b.callAuth.unverified >= 3);
+});
+
+test('control trust - a stream opened by a member is steered only by that member: spoofed cancels and credit are ignored', async (t) => {
+  const { agents, ns } = await inProcessGroup(t);
+  const [a, b] = agents as [RpcAgent, RpcAgent];
+  const nc = await attacker(t);
+  const items: number[] = [];
+  const done = new Promise<void>((resolve, reject) => a.rpcStream<number>('b', countTo, [30, 'steer', 10], { credit: 4 }).subscribe({ next: (v) => items.push(v), error: reject, complete: resolve }));
+  await eventually(() => items.length >= 2);
+  const cancel = defaultCodec.encode({ k: 'scancel', caller: 'a', id: 1 });
+  nc.publish(`${ns}.tb.ctl.b`, cancel); // no envelope: no sender
+  nc.publish(`${ns}.tb.ctl.b`, defaultCodec.encode(['tbctl', Buffer.from(cancel), 'a', [1_000, 'A'.repeat(22)]])); // a forged MAC
+  nc.publish(`${ns}.tb.ctl.b`, defaultCodec.encode({ k: 'scredit', caller: 'a', id: 1, n: 65_536 }));
+  await nc.flush();
+  await done;
+  t.deepEqual(items, Array.from({ length: 30 }, (_, i) => i), 'every item arrived: the stream was neither cancelled nor flooded past its credit');
+  t.true(b.control.malformed === 0);
+});
+
+test('control trust - a flood of hellos under new names does not grow a worker’s member list past its bound', async (t) => {
+  const { agents, ns } = await inProcessGroup(t);
+  const nc = await attacker(t);
+  const flooder = new Identity();
+  for (let i = 0; i < 5_000; i++) {
+    nc.publish(`${ns}.tb.members`, defaultCodec.encode(signedBy(flooder, { k: 'hello', n: `ghost${i}`, id: 100 + i, inst: `g${i}`, t: 0, q: 1 })));
+  }
+  await nc.flush();
+  await eventually(() => agents.every((agent) => agent.membership.dropped >= 5_000 - 4_096), 15_000);
+  for (const agent of agents) t.true(agent.workers().length <= 4_096, `${agent.workers().length} members`);
+  const sum = await agents[0]!.rpcSync('b', addNumbers, [1, 2], { timeoutMs: 5_000 });
+  t.is(sum, 3, 'the group still works');
+});
+
+test('control trust - the MAC of a call costs a few microseconds on each side', (t) => {
+  const alice = new Identity();
+  const bob = new Identity();
+  const keys: Record<string, string> = { alice: alice.dhKey, bob: bob.dhKey };
+  const sender = new CallAuth(alice, 'alice', (name) => keys[name]);
+  const receiver = new CallAuth(bob, 'bob', (name) => keys[name]);
+  const n = 20_000;
+  let ok = 0;
+  const started = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) if (receiver.check('alice', 0, 'test.noop', sender.seal('bob', 0, 'test.noop'))) ok++;
+  const perCallUs = Number(process.hrtime.bigint() - started) / 1_000 / n;
+  t.log(`seal + check: ${perCallUs.toFixed(2)} µs per call`);
+  t.is(ok, n);
+  t.true(perCallUs < 30, `${perCallUs} µs per call`);
+});
+
+test.serial('control trust processes - a spoofed bye for a live worker changes nothing: no call fails, RRefs keep working', async (t) => {
+  const { agent, children, namespace } = await startProcessGroup(workerScript, 3, TIMING.fast);
+  t.teardown(async () => {
+    await agent.shutdown({ graceful: false });
+    for (const child of children) child.kill('SIGKILL');
+  });
+  const nc = await attacker(t);
+  const heard = new Map<string, Announcement>();
+  nc.subscribe(`${namespace}.tb.members`, { callback: (_, m) => {
+    const a = defaultCodec.decode(m.data) as Announcement;
+    if (a.k === 'hb') heard.set(a.n, a);
+  } });
+  await eventually(() => heard.has('p1'));
+  const rref = agent.remote('p1', echo, [42]);
+  t.is(await rref.toHere(), 42);
+  const calls = Array.from({ length: 10 }, (_, i) => agent.rpcSync('p1', sleep, [800, i], { timeoutMs: 10_000 }));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const hb = heard.get('p1')!;
+  // Its own heartbeat turned into a bye (the signature no longer fits), and a bye signed by other keys.
+  nc.publish(`${namespace}.tb.members`, defaultCodec.encode({ ...hb, k: 'bye', q: hb.q + 1_000 }));
+  nc.publish(`${namespace}.tb.members`, defaultCodec.encode(signedBy(new Identity(), { k: 'bye', n: 'p1', id: hb.id, inst: hb.inst, t: hb.t, q: hb.q + 1_000 })));
+  await nc.flush();
+  t.deepEqual(await Promise.all(calls), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  t.true(agent.workers().some((w) => w.name === 'p1'));
+  t.true((await agent.rpcSync('p2', membersSeen)).includes('p1'));
+  t.is(await rref.toHere(), 42);
+  t.is(await agent.rpcSync('p1', addNumbers, [2, 3]), 5);
+  await rref.release();
+});
+
+test.serial('control trust processes - a call that claims another member’s name does not hold graceful shutdown', async (t) => {
+  const { agent, children, namespace } = await startProcessGroup(workerScript, 3, TIMING.relaxed);
+  t.teardown(() => {
+    for (const child of children) child.kill('SIGKILL');
+  });
+  const nc = await attacker(t);
+  for (let i = 0; i < 3; i++) {
+    const reply = await nc.request(`${namespace}.tb.call.p1`, defaultCodec.encode([0, 'test.echo', [i], { from: 'p0' }]), { timeout: 3_000 });
+    t.deepEqual(defaultCodec.decode(reply.data), [0, i]);
+  }
+  const exits = children.map((child) => once(child, 'exit'));
+  await Promise.all(['p1', 'p2'].map((name) => agent.rpcSync(name, stop)));
+  await t.notThrowsAsync(agent.shutdown({ timeoutMs: 8_000 }));
+  const codes = (await Promise.all(exits)).map(([code]) => code);
+  t.deepEqual(codes, [0, 0], 'both workers finished their graceful shutdown');
+});
+
+test.serial('control trust processes - spoofed and replayed heartbeats do not keep a dead worker alive', async (t) => {
+  const { agent, children, namespace } = await startProcessGroup(workerScript, 3, TIMING.fast);
+  t.teardown(async () => {
+    await agent.shutdown({ graceful: false });
+    for (const child of children) child.kill('SIGKILL');
+  });
+  const nc = await attacker(t);
+  let last: Announcement | undefined;
+  nc.subscribe(`${namespace}.tb.members`, { callback: (_, m) => {
+    const a = defaultCodec.decode(m.data) as Announcement;
+    if (a.k === 'hb' && a.n === 'p2') last = a;
+  } });
+  await eventually(() => last !== undefined);
+  children[1]!.kill('SIGKILL');
+  await once(children[1]!, 'exit');
+  const forger = new Identity();
+  let k = 0;
+  const spoofing = setInterval(() => {
+    const hb = last!;
+    k++;
+    nc.publish(`${namespace}.tb.members`, defaultCodec.encode(hb)); // replayed as it was
+    nc.publish(`${namespace}.tb.members`, defaultCodec.encode({ ...hb, q: hb.q + k })); // renumbered
+    nc.publish(`${namespace}.tb.members`, defaultCodec.encode(signedBy(forger, { k: 'hb', n: 'p2', id: hb.id, inst: hb.inst, t: hb.t, q: hb.q + k })));
+  }, 50);
+  t.teardown(() => clearInterval(spoofing));
+  const started = Date.now();
+  await eventually(() => !agent.workers().some((w) => w.name === 'p2'), 6_000);
+  t.log(`declared failed after ${Date.now() - started} ms of spoofing`);
+  // p1 hears the same spoofing: it declares p2 failed too (its clock started at its own last heartbeat from p2).
+  let seenByP1 = await agent.rpcSync('p1', membersSeen);
+  for (let tries = 0; seenByP1.includes('p2') && tries < 40; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    seenByP1 = await agent.rpcSync('p1', membersSeen);
+  }
+  t.false(seenByP1.includes('p2'));
+  clearInterval(spoofing);
+});

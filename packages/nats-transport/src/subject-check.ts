@@ -1,0 +1,75 @@
+/**
+ * The subjects the NATS transport hands to the nats client. The client writes
+ * a subject into a protocol line as it is (`PUB <subject> <reply> <size>`), so
+ * a space, CR or LF in one would end the line early and let the rest be read
+ * by the server as commands of this connection (UNSUB, PUB, SUB). Every
+ * subject and reply subject is checked here first, whatever the caller.
+ * @module
+ */
+import { InvalidArgumentError } from '@tensorbus/core';
+
+/** Longest subject accepted, in characters (reply inboxes and namespaces included). */
+export const MAX_SUBJECT_LENGTH = 1024;
+
+// Printable ASCII other than space; '.' separates tokens (checked per token below).
+const TOKEN = /^[\x21-\x2d\x2f-\x7e]+$/;
+
+/**
+ * Throws {@link InvalidArgumentError} unless `subject` is a NATS subject that
+ * cannot be read as more than one protocol line: 1 to {@link MAX_SUBJECT_LENGTH}
+ * printable ASCII characters without spaces, dot-separated tokens none of them
+ * empty. Wildcard tokens (`*`, `>` last) are allowed only where `wildcards`.
+ */
+export function checkSubject(subject: unknown, role: 'subject' | 'reply subject', wildcards = false): asserts subject is string {
+  const bad = (why: string): never => {
+    throw new InvalidArgumentError(`invalid NATS ${role} ${JSON.stringify(typeof subject === 'string' ? subject.slice(0, 200) : subject)}: ${why}`);
+  };
+  if (typeof subject !== 'string' || subject.length === 0) bad('it is empty');
+  const text = subject as string;
+  if (text.length > MAX_SUBJECT_LENGTH) bad(`longer than ${MAX_SUBJECT_LENGTH} characters`);
+  const tokens = text.split('.');
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (token.length === 0) bad('it has an empty token');
+    if (!TOKEN.test(token)) bad('only printable ASCII without spaces or control characters is allowed');
+    if (!wildcards && (token === '*' || token === '>')) bad('wildcards are not allowed here');
+    if (token === '>' && i !== tokens.length - 1) bad("'>' must be the last token");
+  }
+}
+
+/** True when `subject` passes {@link checkSubject}. */
+export function isValidSubject(subject: unknown, wildcards = false): boolean {
+  try {
+    checkSubject(subject, 'subject', wildcards);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The parts of a nats connection that write subjects into protocol lines. */
+interface Writer {
+  publish(subject: string, data?: Uint8Array, options?: { reply?: string }): void;
+  subscribe(subject: string, options?: object): unknown;
+}
+
+/**
+ * Makes `nc` check every subject and reply subject before its own code writes
+ * them: the transport's paths check theirs already, and this catches any other
+ * code given the connection (chunked transfers read their pull subjects from
+ * a sender's headers).
+ */
+export function guardConnection<C extends Writer>(nc: C): C {
+  const publish = nc.publish.bind(nc);
+  const subscribe = nc.subscribe.bind(nc);
+  nc.publish = (subject, data, options) => {
+    checkSubject(subject, 'subject');
+    if (options?.reply !== undefined) checkSubject(options.reply, 'reply subject');
+    publish(subject, data, options);
+  };
+  nc.subscribe = (subject, options) => {
+    checkSubject(subject, 'subject', true);
+    return subscribe(subject, options);
+  };
+  return nc;
+}
