@@ -96,7 +96,7 @@ test('control trust - a stream request whose item subject is not the caller’s 
   const { agents, ns } = await inProcessGroup(t);
   const nc = await attacker(t);
   for (const subject of [inject(`${ns}.tb.call.b`), 'tb.call.c', 'tb.stream.c.1']) {
-    const reply = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([1, 'test.countTo', [3, 'inj'], { from: 'a' }, { id: 1, subject, credit: 4 }]), { timeout: 3_000 });
+    const reply = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([1, 'test.countTo', [3, 'inj'], { from: 'a' }, { id: 1, subject, credit: 4 }]), { timeout: 10_000 });
     const [kind, error] = defaultCodec.decode(reply.data) as [number, { code: string }];
     t.is(kind, 1);
     t.is(error.code, 'SERIALIZATION');
@@ -112,14 +112,14 @@ test('control trust - a call shows its caller: verified for a member, unverified
   t.deepEqual(await b.rpcSync('b', callerSeen), { caller: 'b', verified: true }, 'a worker calling itself is shown too');
   const nc = await attacker(t);
   const before = { ...b.server.receivedFrom };
-  const spoofed = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a' }]), { timeout: 3_000 });
+  const spoofed = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a' }]), { timeout: 10_000 });
   t.deepEqual(defaultCodec.decode(spoofed.data), [0, { caller: 'a', verified: false }], 'served, as a stranger');
   // A genuine MAC replayed, or put on another function, does not show it either.
   const auth = a.callAuth.seal('b', 0, 'test.trust.caller')!;
-  const genuine = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a', auth }]), { timeout: 3_000 });
+  const genuine = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a', auth }]), { timeout: 10_000 });
   t.deepEqual(defaultCodec.decode(genuine.data), [0, { caller: 'a', verified: true }]);
   for (const claimed of [auth, a.callAuth.seal('b', 0, 'test.echo')]) {
-    const replayed = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a', auth: claimed }]), { timeout: 3_000 });
+    const replayed = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a', auth: claimed }]), { timeout: 10_000 });
     t.deepEqual(defaultCodec.decode(replayed.data), [0, { caller: 'a', verified: false }]);
   }
   t.is(b.server.receivedFrom.a, (before.a ?? 0) + 1, 'only the genuine one counted as a call from a');
@@ -210,7 +210,7 @@ test.serial('control trust processes - a call that claims another member’s nam
   });
   const nc = await attacker(t);
   for (let i = 0; i < 3; i++) {
-    const reply = await nc.request(`${namespace}.tb.call.p1`, defaultCodec.encode([0, 'test.echo', [i], { from: 'p0' }]), { timeout: 3_000 });
+    const reply = await nc.request(`${namespace}.tb.call.p1`, defaultCodec.encode([0, 'test.echo', [i], { from: 'p0' }]), { timeout: 10_000 });
     t.deepEqual(defaultCodec.decode(reply.data), [0, i]);
   }
   const exits = children.map((child) => once(child, 'exit'));
