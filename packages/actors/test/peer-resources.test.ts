@@ -9,8 +9,9 @@ import test from 'ava';
 import { AutogradError, InvalidArgumentError, RpcTimeoutError, RRefError, tf, UnknownFunctionError, type Transport } from '@tensorbus/core';
 import { natsTransport } from '@tensorbus/nats-transport';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
-import { initRpc, type InitRpcOptions, type RpcAgent } from '../src/index.js';
+import { DistributedOptimizer, initRpc, type InitRpcOptions, type RpcAgent, type RRef } from '../src/index.js';
 import { CallClient } from '../src/agent/call-client.js';
+import { linear, makeVariable } from './fixtures/autograd-functions.js';
 import { bagDisposals, TensorBag } from './fixtures/peer-functions.js';
 import { eventually } from './helpers.js';
 
@@ -239,4 +240,34 @@ test.serial('peer resources - a lost gradient message fails backward after its t
   v.dispose();
   await eventually(() => tf.memory().numTensors === baseline, 5_000).catch(() => undefined);
   t.is(tf.memory().numTensors, baseline);
+});
+
+test.serial('peer resources - an optimizer whose trainer goes without disposing it frees its slot variables, not the parameters', async (t) => {
+  const { agents } = await natsGroup(['trainer', 'ps']);
+  const [trainer, ps] = agents as [RpcAgent, RpcAgent];
+  const wRef = trainer.remote('ps', makeVariable, [[[1, 2], [3, 4]]]) as RRef<tf.Variable>;
+  (await wRef.toHere()).dispose();
+  const [w] = [...(ps.rrefs.owners.values())].map((e) => e.value as tf.Variable);
+  const x = tf.tensor2d([[1, 1]]);
+  const before = tf.memory().numTensors;
+  const opt = await DistributedOptimizer.create(trainer, 'adam', [wRef], { learningRate: 0.1 });
+  await trainer.distAutograd.context(async (ctxId) => {
+    const y = await trainer.rpcSync('ps', linear, [wRef, x]);
+    const loss = tf.sum(y);
+    await trainer.distAutograd.backward(ctxId, [loss]);
+    await opt.step(ctxId);
+    tf.dispose([y, loss]);
+  });
+  t.true(tf.memory().numTensors > before, 'adam made its slot variables');
+  await trainer.shutdown({ graceful: false });
+  await eventually(() => {
+    globalThis.gc?.();
+    return ps.rrefStats().owners === 0;
+  }, 10_000).catch((error: Error) => {
+    throw new Error(`${error.message}: ${JSON.stringify(ps.rrefStats())}`);
+  });
+  t.is(tf.memory().numTensors, before, "the optimizer's slots were disposed");
+  t.false(w!.isDisposed, 'the parameter it updated was not');
+  x.dispose();
+  w!.dispose();
 });

@@ -36,6 +36,8 @@ export interface OwnerEntry {
   creator: string | undefined;
   /** The value is an instance constructed here for a remote creator: its variables are its own. */
   ownsVariables: boolean;
+  /** Call the value's `dispose()` when it is dropped (implied by `ownsVariables`). */
+  callsDispose: boolean;
   /** The tensors the value held when last looked at. */
   tensors: Set<Tensor>;
   /** Bytes of those tensors, charged to `creator`. */
@@ -123,6 +125,7 @@ export class OwnerTable {
       localHandles: 0,
       creator: creator === this.self ? undefined : creator,
       ownsVariables,
+      callsDispose: false,
       tensors: new Set(),
       bytes: 0,
       lastUsed: Date.now(),
@@ -238,7 +241,7 @@ export class OwnerTable {
 
   /** Frees what the value holds (see the module comment). */
   private free(entry: OwnerEntry): void {
-    if (entry.ownsVariables) callDispose(entry.value);
+    if (entry.ownsVariables || entry.callsDispose) callDispose(entry.value);
     for (const tensor of entry.tensors) {
       if (this.unhold(tensor) > 0 || tensor.isDisposed) continue;
       if (tensor instanceof tf.Variable && !entry.ownsVariables) continue;
