@@ -12,7 +12,7 @@ import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { DistributedOptimizer, initRpc, type InitRpcOptions, type RpcAgent, type RRef } from '../src/index.js';
 import { CallClient } from '../src/agent/call-client.js';
 import { linear, makeVariable } from './fixtures/autograd-functions.js';
-import { bagDisposals, TensorBag } from './fixtures/peer-functions.js';
+import { bagDisposals, keepRRefs, releaseHeld, TensorBag, useAll } from './fixtures/peer-functions.js';
 import { eventually } from './helpers.js';
 
 const zero = { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 };
@@ -45,12 +45,16 @@ function lossy(inner: Transport): Transport {
 }
 
 /** Agents `names` on the shared nats-server, in a fresh namespace; `outsider` is a raw caller there that is not a member. */
-async function natsGroup(names: string[], options: Partial<InitRpcOptions> = {}): Promise<{ agents: RpcAgent[]; outsider: CallClient }> {
+async function natsGroup(
+  names: string[],
+  options: Partial<InitRpcOptions> = {},
+  only: Record<string, Partial<InitRpcOptions>> = {},
+): Promise<{ agents: RpcAgent[]; outsider: CallClient }> {
   const server = await sharedNatsServer();
   const namespace = `pr${process.pid}x${++groups}`;
   const agents = await Promise.all(
     names.map(async (name) =>
-      initRpc({ name, transport: lossy(await natsTransport({ servers: server.url, namespace })), heartbeatMs: 100, failureTimeoutMs: 1_000, ...options }),
+      initRpc({ name, transport: lossy(await natsTransport({ servers: server.url, namespace })), heartbeatMs: 100, failureTimeoutMs: 1_000, ...options, ...only[name] }),
     ),
   );
   started.push(...agents);
@@ -84,6 +88,25 @@ test.serial('peer resources - RRefs a non-member creates are bounded per peer an
   t.is(w.rrefStats().owners, 1, 'room again once the lease dropped them');
   await eventually(() => w.rrefStats().owners === 0, 10_000);
   t.is(tf.memory().numTensors, baseline);
+});
+
+test.serial('peer resources - RRefs arriving at a worker are bounded per owner; one past the bound arrives failed and is not left pending on its owner', async (t) => {
+  // Only w is strict: a (the owner) would send any number of forks.
+  const { agents } = await natsGroup(['a', 'w'], {}, { w: { peerLimits: { rrefsPerPeer: 3 } } });
+  const [a, w] = agents as [RpcAgent, RpcAgent];
+  const refs = Array.from({ length: 5 }, (_, i) => a.rref({ i }));
+  t.is(await a.rpcSync('w', keepRRefs, [refs.slice(0, 3)]), 3);
+  t.deepEqual(await a.rpcSync('w', useAll, [refs.slice(3)]), ['RREF_LIMIT_EXCEEDED', 'RREF_LIMIT_EXCEEDED']);
+  t.is(await a.rpcSync('w', releaseHeld, []), 3);
+  t.deepEqual(await a.rpcSync('w', useAll, [refs.slice(3)]), ['ok', 'ok'], 'room again once released');
+  await Promise.all(refs.map((r) => r.release()));
+  await eventually(() => {
+    globalThis.gc?.();
+    return [a, w].every((x) => JSON.stringify(x.rrefStats()) === JSON.stringify(zero));
+  }, 10_000).catch((e: Error) => {
+    throw new Error(`${e.message}: a ${JSON.stringify(a.rrefStats())} w ${JSON.stringify(w.rrefStats())}`);
+  });
+  t.pass();
 });
 
 test.serial('peer resources - a value over its creator\'s byte bound is refused and freed', async (t) => {

@@ -14,7 +14,7 @@ import type { CallOptions, WireContext } from '../agent/call-client.js';
 import type { ControlMessage } from '../agent/control.js';
 import type { RpcAgent } from '../agent/rpc-agent.js';
 import type { WorkerInfo } from '../worker-info.js';
-import { isCurrentMember, isWireId } from '../peer-limits.js';
+import { isCurrentMember, isWireId, PeerCounter } from '../peer-limits.js';
 import { markOpaque } from './held-tensors.js';
 import { OwnerTable, type OwnerEntry } from './owner-table.js';
 import { sendReliably } from './reliable.js';
@@ -56,6 +56,8 @@ export class RRefManager implements RRefHost {
    */
   private readonly owed = new Map<string, Set<string>>();
   private leaseTimer: NodeJS.Timeout | undefined;
+  /** User forks held here, per owner (RRefs that arrive are bounded per owner they name). */
+  private readonly usersPerOwner = new PeerCounter();
 
   constructor(readonly agent: RpcAgent) {
     this.owners = new OwnerTable(agent.membership.name, () => agent.options.peerLimits);
@@ -141,7 +143,14 @@ export class RRefManager implements RRefHost {
       pendingChildren: new Map(),
     };
     this.users.set(forkId, state);
+    this.usersPerOwner.add(owner, 1);
     return state;
+  }
+
+  private forgetUser(state: UserState): void {
+    if (this.users.get(state.forkId) !== state) return;
+    this.users.delete(state.forkId);
+    this.usersPerOwner.add(state.owner, -1);
   }
 
   private userHandle<T>(state: UserState): RRef<T> {
@@ -224,7 +233,7 @@ export class RRefManager implements RRefHost {
     await state.confirmation;
     if (state.failure?.code === 'RREF_CREATION_FAILED' || (state.failure && !state.confirmed)) {
       // The failure path already told the owner to drop the fork.
-      if (state.pendingChildren.size === 0) this.users.delete(state.forkId);
+      if (state.pendingChildren.size === 0) this.forgetUser(state);
       return;
     }
     // Also after RREF_OWNER_LOST: an owner declared failed may only have stalled, and still hold the value.
@@ -241,7 +250,7 @@ export class RRefManager implements RRefHost {
       if (this.gone(state.owner)) this.owe(state.owner, state.rrefId, state.forkId);
       throw error;
     } finally {
-      this.users.delete(state.forkId);
+      this.forgetUser(state);
     }
   }
 
@@ -269,6 +278,7 @@ export class RRefManager implements RRefHost {
     this.leaseTimer = undefined;
     this.owners.clear();
     this.users.clear();
+    this.usersPerOwner.clear();
     this.owed.clear();
   }
 
@@ -293,6 +303,16 @@ export class RRefManager implements RRefHost {
     const forkId = wire.f ?? this.newId();
     const existing = this.users.get(forkId);
     if (existing) return this.userHandle(existing);
+    if (!isWireId(wire.r) || !isWireId(forkId) || !isWireId(wire.o) || !isWireId(wire.p)) throw new RRefError('RREF_OWNER_LOST', 'malformed RRef on the wire');
+    // Each arriving RRef makes state here and messages to its owner: bounded per owner named.
+    const limit = this.agent.options.peerLimits.rrefsPerPeer;
+    if (this.usersPerOwner.get(wire.o) >= limit) {
+      // Refused one by one (the rest of the message still decodes): it arrives failed, and its owner and parent drop it.
+      this.refuseFork(wire);
+      const failure = new RRefError('RREF_LIMIT_EXCEEDED', `worker '${this.selfName}' already holds ${limit} RRefs owned by '${wire.o}' (peerLimits.rrefsPerPeer)`);
+      const refused: UserState = { rrefId: wire.r, owner: wire.o, forkId, confirmed: false, confirmation: Promise.resolve(), failure, released: false, pendingChildren: new Map() };
+      return new RRef(this, wire.r, wire.o, refused, undefined);
+    }
     const state = this.newUser(wire.r, wire.o, forkId);
     const acknowledged = this.sendFork(wire, forkId).then(() => {
       if (wire.p !== wire.o && wire.f) void sendReliably(this, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId }).catch(() => undefined);
@@ -315,6 +335,17 @@ export class RRefManager implements RRefHost {
       if (!reply.unknown || Date.now() + pause > deadline || this.stopped()) throw errorFromWire(reply.error);
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
+  }
+
+  /**
+   * A fork refused on arrival: the owner and the parent that sent it would
+   * otherwise keep it pending until this worker leaves. Members only: an
+   * unknown owner gets no messages from us.
+   */
+  private refuseFork(wire: RRefWire): void {
+    if (!wire.f) return;
+    if (isCurrentMember(this.agent, wire.o)) void sendReliably(this, wire.o, { k: DELETE, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
+    if (wire.p !== wire.o && isCurrentMember(this.agent, wire.p)) void sendReliably(this, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
   }
 
   /** An RRef to a value of ours came back: an owner handle, and the fork it was is settled. */
