@@ -87,3 +87,12 @@ export class PeerCounter {
     this.counts.clear();
   }
 }
+
+/** Runs a timer's work; an error in it (a user's dispose() gone wrong) must not crash the worker. */
+export function guarded(work: () => void): void {
+  try {
+    work();
+  } catch (error) {
+    process.emitWarning(`tensorbus: cleaning up peer state failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

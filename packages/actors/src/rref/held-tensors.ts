@@ -50,7 +50,11 @@ export function heldTensors(value: unknown): Set<Tensor> {
       }
     }
   };
-  walk(value, 0);
+  try {
+    walk(value, 0);
+  } catch {
+    // A value that throws when looked at (a revoked Proxy, a hostile iterator) keeps what was found so far.
+  }
   return found;
 }
 

@@ -14,7 +14,7 @@ import type { CallOptions, WireContext } from '../agent/call-client.js';
 import type { ControlMessage } from '../agent/control.js';
 import type { RpcAgent } from '../agent/rpc-agent.js';
 import type { WorkerInfo } from '../worker-info.js';
-import { isCurrentMember, isWireId, PeerCounter } from '../peer-limits.js';
+import { guarded, isCurrentMember, isWireId, PeerCounter } from '../peer-limits.js';
 import { markOpaque } from './held-tensors.js';
 import { OwnerTable, type OwnerEntry } from './owner-table.js';
 import { sendReliably } from './reliable.js';
@@ -71,7 +71,7 @@ export class RRefManager implements RRefHost {
     agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
     agent.membership.membership$.subscribe((members) => this.onMembers(members));
     const leaseMs = agent.options.peerLimits.leaseMs;
-    this.leaseTimer = setInterval(() => this.expireLeases(), Math.max(10, Math.min(1_000, Math.floor(leaseMs / 4))));
+    this.leaseTimer = setInterval(() => guarded(() => this.expireLeases()), Math.max(10, Math.min(1_000, Math.floor(leaseMs / 4))));
     this.leaseTimer.unref();
   }
 
