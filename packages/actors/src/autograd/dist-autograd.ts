@@ -10,11 +10,12 @@ import { randomBytes } from 'node:crypto';
 import { AutogradError, InvalidArgumentError, RemoteError, RpcTimeoutError, tf } from '@tensorbus/core';
 import type { CallMeta } from '../agent/call-context.js';
 import type { RpcAgent } from '../agent/rpc-agent.js';
-import { guarded, isCurrentMember, isWireId, PeerCounter, tensorBytes } from '../peer-limits.js';
+import { guarded, isCurrentMember, isWireId } from '../peer-limits.js';
 import { forEachTensor } from '../tensors.js';
 import { receiveGradients, releaseContext } from './autograd-functions.js';
 import { localPass, type PassResult } from './backward-pass.js';
 import { AutogradContext, differentiable, isLeaf, type RecvRecord } from './context.js';
+import { ContextLedger } from './context-ledger.js';
 import { creatorOf, META_KEY, replyId, tagOf } from './protocol.js';
 import { contextClosed, contextOpened, recordingScope, withoutRecording } from './tape.js';
 
@@ -72,14 +73,13 @@ export class DistAutograd {
   private readonly instance = randomBytes(3).toString('hex');
   private contextCount = 0;
   private messageCount = 0;
-  /** Contexts each peer opened here. */
-  private readonly openedBy = new PeerCounter();
-  /** Bytes of received tensors kept in contexts, per sending peer. */
-  private readonly receivedBytes = new PeerCounter();
+  /** What each peer made this worker hold in contexts. */
+  private readonly ledger: ContextLedger;
   private leaseTimer: NodeJS.Timeout | undefined;
 
   /** @internal Hooks into the agent's call path; made by the agent. */
   constructor(private readonly agent: RpcAgent) {
+    this.ledger = new ContextLedger(agent);
     agent.metaContributors.push((meta) => this.tagCall(meta));
     agent.calls.taps.push((to, args, meta) => this.onRequest(to, args, meta));
     agent.server.wrap((meta, run, args) => this.serve(meta, run, args));
@@ -239,7 +239,7 @@ export class DistAutograd {
     const received = floatTensors(args);
     try {
       context = this.join(tag[0], meta.from);
-      if (context !== undefined) this.charge(context, meta.from, received);
+      if (context !== undefined) this.ledger.charge(context, meta.from, received);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -267,36 +267,13 @@ export class DistAutograd {
     let context = this.contexts.get(id);
     if (context === undefined) {
       if (this.released.has(id) || !this.agent.running) return undefined;
-      const limit = this.agent.options.peerLimits.autogradContextsPerPeer;
-      if (from !== this.agent.self.name && this.openedBy.get(from) >= limit) {
-        throw new AutogradError('AUTOGRAD_LIMIT_EXCEEDED', `worker '${from}' has ${limit} autograd contexts open on worker '${this.agent.self.name}' (peerLimits.autogradContextsPerPeer)`);
-      }
+      this.ledger.admit(from);
       context = this.open(id);
-      if (from !== this.agent.self.name) {
-        context.openedBy = from;
-        this.openedBy.add(from, 1);
-      }
+      this.ledger.open(context, from);
     }
     context.known.add(from);
     context.lastUsed = Date.now();
     return context;
-  }
-
-  /**
-   * Counts the tensors `from` sent into `context` against its bound (they are
-   * kept until the context is released).
-   * @throws AutogradError 'AUTOGRAD_LIMIT_EXCEEDED' past peerLimits.autogradBytesPerPeer.
-   */
-  private charge(context: AutogradContext, from: string, tensors: Tensor[]): void {
-    if (from === this.agent.self.name || tensors.length === 0) return;
-    let bytes = 0;
-    for (const tensor of tensors) bytes += tensorBytes(tensor);
-    const limit = this.agent.options.peerLimits.autogradBytesPerPeer;
-    if (this.receivedBytes.get(from) + bytes > limit) {
-      throw new AutogradError('AUTOGRAD_LIMIT_EXCEEDED', `worker '${from}' would keep more than ${limit} bytes of tensors in autograd contexts on worker '${this.agent.self.name}' (peerLimits.autogradBytesPerPeer)`);
-    }
-    this.receivedBytes.add(from, bytes);
-    context.charges.set(from, (context.charges.get(from) ?? 0) + bytes);
   }
 
   private require(id: ContextId): AutogradContext {
@@ -437,9 +414,7 @@ export class DistAutograd {
   private drop(context: AutogradContext): boolean {
     if (!context.open) return false;
     this.contexts.delete(context.id);
-    if (context.openedBy !== undefined) this.openedBy.add(context.openedBy, -1);
-    for (const [peer, bytes] of context.charges) this.receivedBytes.add(peer, -bytes);
-    context.charges.clear();
+    this.ledger.close(context);
     this.tombstone(context.id);
     context.release();
     contextClosed();
@@ -464,14 +439,8 @@ export class DistAutograd {
    * another account through an import) are dropped once idle for `leaseMs`.
    */
   private expireLeases(): void {
-    const { leaseMs } = this.agent.options.peerLimits;
     const now = Date.now();
-    for (const context of [...this.contexts.values()]) {
-      if (now - context.lastUsed <= leaseMs) continue;
-      const creator = creatorOf(context.id);
-      const stranger = !isCurrentMember(this.agent, creator) || (context.openedBy !== undefined && !isCurrentMember(this.agent, context.openedBy));
-      if (stranger) this.drop(context);
-    }
+    for (const context of [...this.contexts.values()]) if (this.ledger.expired(context, now)) this.drop(context);
   }
 
   private dropAll(): void {
