@@ -87,10 +87,10 @@ const rebuilders = new Map<string, Rebuilder>([
   ['PERMISSION_DENIED', (m, o) => new PermissionDeniedError(m, o)],
   ['TRANSPORT', (m, o) => new TransportError(m, o)],
 ]);
-for (const code of ['RREF_NOT_OWNER', 'RREF_RELEASED', 'RREF_CREATION_FAILED', 'RREF_OWNER_LOST'] satisfies RRefErrorCode[]) {
+for (const code of ['RREF_NOT_OWNER', 'RREF_RELEASED', 'RREF_CREATION_FAILED', 'RREF_OWNER_LOST', 'RREF_LIMIT_EXCEEDED'] satisfies RRefErrorCode[]) {
   rebuilders.set(code, (m, o) => new RRefError(code, m, o));
 }
-for (const code of ['AUTOGRAD_CONTEXT_NOT_FOUND', 'AUTOGRAD_BACKWARD_FAILED'] satisfies AutogradErrorCode[]) {
+for (const code of ['AUTOGRAD_CONTEXT_NOT_FOUND', 'AUTOGRAD_BACKWARD_FAILED', 'AUTOGRAD_LIMIT_EXCEEDED'] satisfies AutogradErrorCode[]) {
   rebuilders.set(code, (m, o) => new AutogradError(code, m, o));
 }
 

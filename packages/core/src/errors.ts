@@ -25,6 +25,8 @@ export type ErrorCode =
   | 'RREF_OWNER_LOST'
   | 'AUTOGRAD_CONTEXT_NOT_FOUND'
   | 'AUTOGRAD_BACKWARD_FAILED'
+  | 'RREF_LIMIT_EXCEEDED'
+  | 'AUTOGRAD_LIMIT_EXCEEDED'
   | 'INVALID_ARGUMENT'
   | 'DUPLICATE_WORKER'
   | 'PERMISSION_DENIED'
@@ -123,7 +125,8 @@ export class ShutdownError extends TensorbusError {
 }
 
 /** Codes of {@link RRefError}. */
-export type RRefErrorCode = 'RREF_NOT_OWNER' | 'RREF_RELEASED' | 'RREF_CREATION_FAILED' | 'RREF_OWNER_LOST';
+/** `RREF_LIMIT_EXCEEDED`: a peer reached its bound of references or tensor bytes on a worker. */
+export type RRefErrorCode = 'RREF_NOT_OWNER' | 'RREF_RELEASED' | 'RREF_CREATION_FAILED' | 'RREF_OWNER_LOST' | 'RREF_LIMIT_EXCEEDED';
 
 /** A remote reference cannot be used as asked. */
 export class RRefError extends TensorbusError {
@@ -134,7 +137,8 @@ export class RRefError extends TensorbusError {
 }
 
 /** Codes of {@link AutogradError}. */
-export type AutogradErrorCode = 'AUTOGRAD_CONTEXT_NOT_FOUND' | 'AUTOGRAD_BACKWARD_FAILED';
+/** `AUTOGRAD_LIMIT_EXCEEDED`: a peer reached its bound of contexts or received tensor bytes on a worker. */
+export type AutogradErrorCode = 'AUTOGRAD_CONTEXT_NOT_FOUND' | 'AUTOGRAD_BACKWARD_FAILED' | 'AUTOGRAD_LIMIT_EXCEEDED';
 
 /** Distributed autograd failed. */
 export class AutogradError extends TensorbusError {

@@ -8,6 +8,7 @@ import { InvalidArgumentError, localTransport, type Transport } from '@tensorbus
 import { natsTransport } from '@tensorbus/nats-transport';
 import { validateWorkerName } from '../worker-info.js';
 import type { MembershipTiming } from './membership.js';
+import { resolvePeerLimits, type PeerLimits } from '../peer-limits.js';
 
 /** Options of `initRpc` [init_rpc]. */
 export interface InitRpcOptions extends Partial<MembershipTiming> {
@@ -23,6 +24,8 @@ export interface InitRpcOptions extends Partial<MembershipTiming> {
   rpcTimeoutMs?: number;
   /** How long a static group may take to form, ms; 0 = forever. Default 120,000. */
   initTimeoutMs?: number;
+  /** Bounds on the state each peer can make on this worker (RRefs, autograd contexts). See docs/rref.md. */
+  peerLimits?: Partial<PeerLimits>;
 }
 
 /** Options with defaults and environment applied. */
@@ -33,6 +36,7 @@ export interface ResolvedOptions extends MembershipTiming {
   rank: number | undefined;
   rpcTimeoutMs: number;
   initTimeoutMs: number;
+  peerLimits: PeerLimits;
 }
 
 function envInt(key: string): number | undefined {
@@ -92,6 +96,7 @@ export function resolveOptions(options: InitRpcOptions): ResolvedOptions {
     rank: worldSize === undefined ? undefined : rank,
     rpcTimeoutMs: options.rpcTimeoutMs ?? 60_000,
     initTimeoutMs: options.initTimeoutMs ?? 120_000,
+    peerLimits: resolvePeerLimits(options.peerLimits),
     ...timing,
   };
 }

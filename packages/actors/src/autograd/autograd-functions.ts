@@ -19,9 +19,11 @@ function serving(): { autograd: DistAutograd; caller: string } {
 }
 
 /** Gradients for the tensors this worker sent as message `msgId`: runs the passes they cause. */
-export const receiveGradients = remoteFunction(GRADS, async (contextId: string, msgId: string, grads: Array<tf.Tensor | null>): Promise<null> => {
+export const receiveGradients = remoteFunction(GRADS, async (contextId: string, msgId: string, grads: Array<tf.Tensor | null>, timeoutMs?: number): Promise<null> => {
   const { autograd, caller } = serving();
-  await autograd.receiveGradients(contextId, msgId, grads, caller);
+  // What is left of the backward's time, if the caller set one: the passes this causes share it.
+  const deadline = typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0 ? Date.now() + Math.min(timeoutMs, 2 ** 31 - 1) : undefined;
+  await autograd.receiveGradients(contextId, msgId, grads, caller, deadline);
   return null;
 });
 

@@ -64,6 +64,12 @@ export class AutogradContext implements Recorder {
   readonly grads = new Map<tf.Variable, Tensor>();
   /** Set by a backward without retainGraph started here. */
   graphUsed = false;
+  /** The peer whose call opened this context here (undefined for a context opened by `context()`). */
+  openedBy: string | undefined;
+  /** Bytes of received tensors kept by this context, per sending peer (counted against its bound). */
+  readonly charges = new Map<string, number>();
+  /** Last time a call or a gradient of this context arrived (Date.now()), for leases. */
+  lastUsed = Date.now();
 
   constructor(
     readonly id: string,

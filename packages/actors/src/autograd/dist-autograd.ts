@@ -7,13 +7,15 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { AutogradError, InvalidArgumentError, RemoteError, tf } from '@tensorbus/core';
+import { AutogradError, InvalidArgumentError, RemoteError, RpcTimeoutError, tf } from '@tensorbus/core';
 import type { CallMeta } from '../agent/call-context.js';
 import type { RpcAgent } from '../agent/rpc-agent.js';
+import { guarded, isCurrentMember, isWireId } from '../peer-limits.js';
 import { forEachTensor } from '../tensors.js';
 import { receiveGradients, releaseContext } from './autograd-functions.js';
 import { localPass, type PassResult } from './backward-pass.js';
 import { AutogradContext, differentiable, isLeaf, type RecvRecord } from './context.js';
+import { ContextLedger } from './context-ledger.js';
 import { creatorOf, META_KEY, replyId, tagOf } from './protocol.js';
 import { contextClosed, contextOpened, recordingScope, withoutRecording } from './tape.js';
 
@@ -29,9 +31,18 @@ export interface BackwardOptions {
    * accumulate). Without it, a second backward from this worker rejects.
    */
   retainGraph?: boolean;
+  /**
+   * Time the whole pass may take across every worker, ms (0 = no limit).
+   * Default: the agent's `rpcTimeoutMs`. Past it, backward rejects with
+   * `RpcTimeoutError`; the gradient messages still in flight time out within
+   * the same time and their tensors are freed.
+   */
+  timeoutMs?: number;
 }
 
 const TOMBSTONES = 10_000;
+/** Longest pause between two attempts to release a context on a peer, ms. */
+const RELEASE_RETRY_MAX_MS = 5_000;
 
 /** The float tensors nested in `value` (the ones a gradient can flow through). */
 function floatTensors(value: unknown): Tensor[] {
@@ -62,14 +73,21 @@ export class DistAutograd {
   private readonly instance = randomBytes(3).toString('hex');
   private contextCount = 0;
   private messageCount = 0;
+  /** What each peer made this worker hold in contexts. */
+  private readonly ledger: ContextLedger;
+  private leaseTimer: NodeJS.Timeout | undefined;
 
   /** @internal Hooks into the agent's call path; made by the agent. */
   constructor(private readonly agent: RpcAgent) {
+    this.ledger = new ContextLedger(agent);
     agent.metaContributors.push((meta) => this.tagCall(meta));
     agent.calls.taps.push((to, args, meta) => this.onRequest(to, args, meta));
     agent.server.wrap((meta, run, args) => this.serve(meta, run, args));
     agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
     agent.whenStopped(() => this.dropAll());
+    const leaseMs = agent.options.peerLimits.leaseMs;
+    this.leaseTimer = setInterval(() => guarded(() => this.expireLeases()), Math.max(10, Math.min(1_000, Math.floor(leaseMs / 4))));
+    this.leaseTimer.unref();
   }
 
   /**
@@ -98,10 +116,13 @@ export class DistAutograd {
    * inside the context (any shape: the pass starts from ones).
    * @throws AutogradError 'AUTOGRAD_CONTEXT_NOT_FOUND' for an unknown context,
    *   'AUTOGRAD_BACKWARD_FAILED' (naming the worker) when any worker fails.
+   * @throws RpcTimeoutError when the pass takes longer than `options.timeoutMs`.
    */
   async backward(contextId: ContextId, roots: Tensor[], options: BackwardOptions = {}): Promise<void> {
     const context = this.require(contextId);
     this.agent.checkRunning();
+    const timeoutMs = options.timeoutMs ?? this.agent.options.rpcTimeoutMs;
+    if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw new InvalidArgumentError(`backward() timeoutMs must be a non-negative number, got ${String(timeoutMs)}`);
     if (!Array.isArray(roots) || roots.length === 0) throw new InvalidArgumentError('backward() needs a non-empty array of root tensors');
     roots.forEach((root, i) => {
       if (!(root instanceof tf.Tensor)) throw new InvalidArgumentError(`roots[${i}] is not a tensor`);
@@ -120,12 +141,32 @@ export class DistAutograd {
       );
     }
     const seeds = withoutRecording(() => roots.map((root): [Tensor, Tensor] => [root, tf.onesLike(root)]));
-    try {
-      await this.pass(context, seeds);
-    } finally {
+    const deadline = timeoutMs > 0 ? Date.now() + timeoutMs : undefined;
+    const pass = this.pass(context, seeds, deadline).finally(() => {
       for (const [, one] of seeds) one.dispose();
+    });
+    if (deadline === undefined) {
+      await pass;
+      if (!options.retainGraph) context.graphUsed = true;
+      return;
     }
-    if (!options.retainGraph) context.graphUsed = true;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new RpcTimeoutError(`backward of autograd context ${contextId} did not finish within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      await Promise.race([pass, expired]);
+      if (!options.retainGraph) context.graphUsed = true;
+    } catch (error) {
+      // A gradient message lost on the way surfaces as the call's timeout, wrapped: it is the backward's timeout.
+      if (error instanceof RpcTimeoutError || (Date.now() >= deadline && isTimeout(error))) {
+        pass.catch(() => undefined);
+        throw error instanceof RpcTimeoutError ? error : new RpcTimeoutError(`backward of autograd context ${contextId} did not finish within ${timeoutMs} ms`, { cause: error });
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -193,9 +234,17 @@ export class DistAutograd {
     const tag = meta[META_KEY] === undefined ? undefined : tagOf(meta);
     // In-process transports deliver in the sender's async scope: a call outside any context must not inherit one.
     if (tag === undefined) return recordingScope.getStore() === undefined ? run() : recordingScope.exit(run);
-    const context = this.join(tag[0], meta.from);
+    if (!isWireId(tag[0]) || !isWireId(tag[1])) return Promise.reject(new InvalidArgumentError('malformed autograd context id in a call'));
+    let context: AutogradContext | undefined;
+    const received = floatTensors(args);
+    try {
+      context = this.join(tag[0], meta.from);
+      if (context !== undefined) this.ledger.charge(context, meta.from, received);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (context === undefined) return recordingScope.exit(run);
-    context.addRecv(meta.from, tag[1], floatTensors(args));
+    context.addRecv(meta.from, tag[1], received);
     return recordingScope.run(context, run).then((result) => {
       if (context.open) context.addSend(replyId(tag[1]), meta.from, floatTensors(result));
       return result;
@@ -209,14 +258,21 @@ export class DistAutograd {
     return context;
   }
 
-  /** The context `id` here, created on first contact, unless it was already released here. */
+  /**
+   * The context `id` here, created on first contact (counted against `from`),
+   * unless it was already released here.
+   * @throws AutogradError 'AUTOGRAD_LIMIT_EXCEEDED' when `from` holds its bound of contexts here.
+   */
   private join(id: ContextId, from: string): AutogradContext | undefined {
     let context = this.contexts.get(id);
     if (context === undefined) {
       if (this.released.has(id) || !this.agent.running) return undefined;
+      this.ledger.admit(from);
       context = this.open(id);
+      this.ledger.open(context, from);
     }
     context.known.add(from);
+    context.lastUsed = Date.now();
     return context;
   }
 
@@ -234,8 +290,9 @@ export class DistAutograd {
   // ---- backward ----------------------------------------------------------------
 
   /** @internal Gradients arrived for the tensors of send `msgId`: runs the local pass they start. */
-  async receiveGradients(contextId: ContextId, msgId: string, grads: Array<Tensor | null>, from: string): Promise<void> {
+  async receiveGradients(contextId: ContextId, msgId: string, grads: Array<Tensor | null>, from: string, deadline?: number): Promise<void> {
     const context = this.require(contextId);
+    context.lastUsed = Date.now();
     const send = context.sends.get(msgId);
     if (send === undefined) return;
     if (!Array.isArray(grads) || grads.length !== send.tensors.length) {
@@ -254,12 +311,12 @@ export class DistAutograd {
       if (!context.open) {
         throw new AutogradError('AUTOGRAD_CONTEXT_NOT_FOUND', `autograd context ${contextId} was released during its backward pass`);
       }
-      await this.pass(context, seeds);
+      await this.pass(context, seeds, deadline);
     }
   }
 
   /** One local pass, then the gradients it produced for received tensors go back to their senders. */
-  private async pass(context: AutogradContext, seeds: Array<[Tensor, Tensor]>): Promise<void> {
+  private async pass(context: AutogradContext, seeds: Array<[Tensor, Tensor]>, deadline?: number): Promise<void> {
     let result: PassResult;
     try {
       result = localPass(context, seeds);
@@ -270,16 +327,18 @@ export class DistAutograd {
       if (context.open) context.accumulate(variable, grad);
       else grad.dispose();
     }
-    const settled = await Promise.allSettled([...result.outgoing].map(([record, grads]) => this.sendGradients(context, record, grads)));
+    const settled = await Promise.allSettled([...result.outgoing].map(([record, grads]) => this.sendGradients(context, record, grads, deadline)));
     for (const row of result.outgoing.values()) for (const grad of row) grad?.dispose();
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) throw failed.reason;
   }
 
-  private async sendGradients(context: AutogradContext, record: RecvRecord, grads: Array<Tensor | null>): Promise<void> {
+  private async sendGradients(context: AutogradContext, record: RecvRecord, grads: Array<Tensor | null>, deadline?: number): Promise<void> {
     try {
       this.agent.resolveLive(record.peer);
-      await this.protocolCall(record.peer, receiveGradients, [context.id, record.msgId, grads]);
+      // The receiver's own sends share what is left of the backward's time.
+      const left = deadline === undefined ? undefined : Math.max(1, deadline - Date.now());
+      await this.protocolCall(record.peer, receiveGradients, left === undefined ? [context.id, record.msgId, grads] : [context.id, record.msgId, grads, left], left);
     } catch (error) {
       throw this.failure(context, record.peer, error);
     }
@@ -317,13 +376,45 @@ export class DistAutograd {
     const peers = [...context.known].filter((w) => w !== from && w !== self && this.agent.membership.departure(w) === undefined);
     if (peers.length === 0 || !this.agent.running) return;
     const timeoutMs = Math.min(this.agent.options.rpcTimeoutMs || 10_000, 10_000);
-    await Promise.all(peers.map((w) => this.protocolCall(w, releaseContext, [context.id], timeoutMs).catch(() => undefined)));
+    await Promise.all(peers.map((w) => this.releaseOn(w, context.id, timeoutMs)));
+  }
+
+  /**
+   * Asks `peer` to release `contextId`. Resolves after the first attempt; an
+   * unanswered one (lost in a bus outage, a reconnect) is retried in the
+   * background, backing off, until the peer answers, leaves or fails, or this
+   * worker stops; for a peer that is not a member, at most its lease.
+   */
+  private async releaseOn(peer: string, contextId: ContextId, timeoutMs: number): Promise<void> {
+    if (await this.tryRelease(peer, contextId, timeoutMs)) return;
+    const giveUp = Date.now() + this.agent.options.peerLimits.leaseMs;
+    void (async () => {
+      for (let pause = 100; ; pause = Math.min(pause * 2, RELEASE_RETRY_MAX_MS)) {
+        await new Promise((resolve) => setTimeout(resolve, pause).unref());
+        if (!this.agent.running || this.agent.membership.departure(peer) !== undefined) return;
+        if (!isCurrentMember(this.agent, peer) && Date.now() > giveUp) return;
+        if (await this.tryRelease(peer, contextId, timeoutMs)) return;
+      }
+    })();
+  }
+
+  /** One release attempt; true once the peer answered (an error it answered with counts: it got the message). */
+  private async tryRelease(peer: string, contextId: ContextId, timeoutMs: number): Promise<boolean> {
+    try {
+      await this.protocolCall(peer, releaseContext, [contextId], timeoutMs);
+      return true;
+    } catch (error) {
+      // Silence (a timeout, nobody listening, the bus down) is retried; any answer means the peer got it.
+      const code = (error as { code?: unknown }).code;
+      return !isTimeout(error) && code !== 'WORKER_UNAVAILABLE' && code !== 'TRANSPORT';
+    }
   }
 
   /** Forgets `context` here and disposes what it holds; false if it was already gone. */
   private drop(context: AutogradContext): boolean {
     if (!context.open) return false;
     this.contexts.delete(context.id);
+    this.ledger.close(context);
     this.tombstone(context.id);
     context.release();
     contextClosed();
@@ -335,12 +426,34 @@ export class DistAutograd {
     if (this.released.size > TOMBSTONES) this.released.delete(this.released.values().next().value as ContextId);
   }
 
-  /** A worker left or failed: the contexts it created can never be released by it. */
+  /**
+   * A worker left or failed: the contexts it created can never be released by
+   * it, and those it opened here would be released through it.
+   */
   private onWorkerGone(name: string): void {
-    for (const context of [...this.contexts.values()]) if (creatorOf(context.id) === name) this.drop(context);
+    for (const context of [...this.contexts.values()]) if (creatorOf(context.id) === name || context.openedBy === name) this.drop(context);
+  }
+
+  /**
+   * Contexts whose creator or opener is not a current member (made-up ids,
+   * another account through an import) are dropped once idle for `leaseMs`.
+   */
+  private expireLeases(): void {
+    const now = Date.now();
+    for (const context of [...this.contexts.values()]) if (this.ledger.expired(context, now)) this.drop(context);
   }
 
   private dropAll(): void {
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    this.leaseTimer = undefined;
     for (const context of [...this.contexts.values()]) this.drop(context);
   }
+}
+
+/** True for a timeout, as such or wrapped (a backward failure caused by a call's timeout). */
+function isTimeout(error: unknown): boolean {
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof RpcTimeoutError || (e as { code?: unknown }).code === 'RPC_TIMEOUT' || (e as { remoteCode?: unknown }).remoteCode === 'RPC_TIMEOUT') return true;
+  }
+  return false;
 }

@@ -26,7 +26,11 @@ export const createLocalOptimizer = remoteFunction(
         return value;
       }),
     );
-    return agent.rref(new LocalOptimizer(name, options, variables));
+    const ref = agent.rref(new LocalOptimizer(name, options, variables));
+    // Its slot variables go with the last reference (a caller that never disposes it, or whose lease ran out);
+    // the parameters it updates are the model's and stay.
+    ref.entry!.callsDispose = true;
+    return ref;
   },
 );
 

@@ -1,12 +1,20 @@
 /**
  * The owner's side: the values this worker owns, and who refers to them. A
  * value is kept while any user fork (confirmed or pending) or any local owner
- * handle refers to it, and dropped (its tensors disposed, tf.Variables
- * excepted) once none does.
+ * handle refers to it, and dropped once none does: its tensors are disposed
+ * unless another kept value still holds them; `tf.Variable`s only when the
+ * value is an instance this worker constructed for `remote(to, Class)` (its
+ * variables are its own), whose `dispose()` is called first.
+ *
+ * Every fork is counted against its holder and every value's tensor bytes
+ * against the peer that created it, within the agent's {@link PeerLimits}.
  * @module
  */
 import { RRefError, tf } from '@tensorbus/core';
-import { forEachTensor } from '../tensors.js';
+import { PeerCounter, tensorBytes, type PeerLimits } from '../peer-limits.js';
+import { callDispose, heldTensors } from './held-tensors.js';
+
+type Tensor = tf.Tensor;
 
 /** One value owned here. */
 export interface OwnerEntry {
@@ -24,6 +32,18 @@ export interface OwnerEntry {
   deleted: Set<string>;
   /** Owner handles (RRef objects) on this worker. */
   localHandles: number;
+  /** The peer whose call created the value (its tensor bytes count against it); undefined when made here. */
+  creator: string | undefined;
+  /** The value is an instance constructed here for a remote creator: its variables are its own. */
+  ownsVariables: boolean;
+  /** Call the value's `dispose()` when it is dropped (implied by `ownsVariables`). */
+  callsDispose: boolean;
+  /** The tensors the value held when last looked at. */
+  tensors: Set<Tensor>;
+  /** Bytes of those tensors, charged to `creator`. */
+  bytes: number;
+  /** Last time a peer used or forked this value (Date.now()), for leases. */
+  lastUsed: number;
   /** Gives the value (or the failure to make it), once. */
   settle(value: unknown, failure?: unknown): void;
 }
@@ -31,6 +51,17 @@ export interface OwnerEntry {
 /** The values this worker owns. */
 export class OwnerTable {
   private readonly entries = new Map<string, OwnerEntry>();
+  /** How many kept values hold each tensor (a tensor two values share is freed with the last). */
+  private readonly holders = new Map<Tensor, number>();
+  /** Forks (confirmed or pending) per holder. */
+  private readonly forks = new PeerCounter();
+  /** Tensor bytes per creator. */
+  private readonly bytes = new PeerCounter();
+
+  constructor(
+    private readonly self: string,
+    private readonly limits: () => PeerLimits,
+  ) {}
 
   get size(): number {
     return this.entries.size;
@@ -42,8 +73,22 @@ export class OwnerTable {
     return n;
   }
 
+  /** Forks `peer` holds here (confirmed or pending). */
+  forksOf(peer: string): number {
+    return this.forks.get(peer);
+  }
+
+  /** Tensor bytes of the values `peer` created here. */
+  bytesOf(peer: string): number {
+    return this.bytes.get(peer);
+  }
+
   get(rrefId: string): OwnerEntry | undefined {
     return this.entries.get(rrefId);
+  }
+
+  values(): IterableIterator<OwnerEntry> {
+    return this.entries.values();
   }
 
   /** The entry, or RRefError when this worker holds no such value. */
@@ -53,8 +98,20 @@ export class OwnerTable {
     return entry;
   }
 
+  /** Refuses a new value or fork for `peer` once it holds its bound of forks or bytes. */
+  checkRoom(peer: string, what: 'fork' | 'value'): void {
+    if (peer === this.self) return;
+    const limits = this.limits();
+    if (this.forks.get(peer) >= limits.rrefsPerPeer) {
+      throw new RRefError('RREF_LIMIT_EXCEEDED', `worker '${peer}' holds ${limits.rrefsPerPeer} RRefs on worker '${this.self}' (peerLimits.rrefsPerPeer): release some first`);
+    }
+    if (what === 'value' && this.bytes.get(peer) >= limits.rrefBytesPerPeer) {
+      throw new RRefError('RREF_LIMIT_EXCEEDED', `values created by worker '${peer}' hold ${this.bytes.get(peer)} bytes of tensors on worker '${this.self}' (peerLimits.rrefBytesPerPeer ${limits.rrefBytesPerPeer}): release some first`);
+    }
+  }
+
   /** Creates the entry for a value being made; `settle` gives it its value or failure. */
-  open(rrefId: string): OwnerEntry {
+  open(rrefId: string, creator?: string, ownsVariables = false): OwnerEntry {
     let resolve!: () => void;
     const entry: OwnerEntry = {
       rrefId,
@@ -66,11 +123,26 @@ export class OwnerTable {
       pendingUsers: new Map(),
       deleted: new Set(),
       localHandles: 0,
+      creator: creator === this.self ? undefined : creator,
+      ownsVariables,
+      callsDispose: false,
+      tensors: new Set(),
+      bytes: 0,
+      lastUsed: Date.now(),
       settle: (value, failure) => {
         if (entry.created) return;
         entry.created = true;
         if (failure !== undefined) entry.failure = failure;
-        else entry.value = keepTensors(value);
+        else {
+          entry.value = value;
+          this.rescan(entry);
+          if (entry.creator !== undefined && this.bytes.get(entry.creator) > this.limits().rrefBytesPerPeer) {
+            // Over the creator's bound: the value is freed and the RRef fails instead.
+            this.free(entry);
+            entry.value = undefined;
+            entry.failure = new RRefError('RREF_LIMIT_EXCEEDED', `values created by worker '${entry.creator}' would hold more than ${this.limits().rrefBytesPerPeer} bytes of tensors on worker '${this.self}' (peerLimits.rrefBytesPerPeer)`);
+          }
+        }
         resolve();
         this.collect(entry);
       },
@@ -79,34 +151,74 @@ export class OwnerTable {
     return entry;
   }
 
+  /** Looks at the value's tensors again (after a method ran on it): new ones are kept and counted. */
+  rescan(entry: OwnerEntry): void {
+    if (!entry.created || entry.failure !== undefined) return;
+    const now = heldTensors(entry.value);
+    let bytes = 0;
+    for (const tensor of now) {
+      bytes += tensorBytes(tensor);
+      if (entry.tensors.has(tensor)) continue;
+      this.holders.set(tensor, (this.holders.get(tensor) ?? 0) + 1);
+      // Kept so a call returning it (toHere, a getter method) does not dispose it.
+      tf.keep(tensor);
+    }
+    for (const tensor of entry.tensors) if (!now.has(tensor)) this.unhold(tensor);
+    entry.tensors = now;
+    if (entry.creator !== undefined) this.bytes.add(entry.creator, bytes - entry.bytes);
+    entry.bytes = bytes;
+  }
+
+  /** Registers a fork this owner sends to `holder`. */
+  addPending(entry: OwnerEntry, forkId: string, holder: string): void {
+    this.checkRoom(holder, 'fork');
+    if (!entry.pendingUsers.has(forkId) && !entry.users.has(forkId)) this.forks.add(holder, 1);
+    entry.pendingUsers.set(forkId, holder);
+  }
+
   /** Adds a confirmed user fork (idempotent; a deleted fork stays deleted). */
   confirmUser(entry: OwnerEntry, forkId: string, holder: string): void {
+    if (entry.deleted.has(forkId) || entry.users.has(forkId)) return;
+    const pendingHolder = entry.pendingUsers.get(forkId);
+    if (pendingHolder === undefined) {
+      this.checkRoom(holder, 'fork');
+      this.forks.add(holder, 1);
+    } else if (pendingHolder !== holder) {
+      this.forks.add(pendingHolder, -1);
+      this.forks.add(holder, 1);
+    }
     entry.pendingUsers.delete(forkId);
-    if (!entry.deleted.has(forkId)) entry.users.set(forkId, holder);
+    entry.users.set(forkId, holder);
+    entry.lastUsed = Date.now();
   }
 
   /** Removes a fork, confirmed or pending (idempotent), and drops the value if nobody is left. */
   deleteFork(rrefId: string, forkId: string): void {
     const entry = this.entries.get(rrefId);
     if (!entry) return;
+    this.removeFork(entry, forkId);
+    this.collect(entry);
+  }
+
+  private removeFork(entry: OwnerEntry, forkId: string): void {
     entry.deleted.add(forkId);
+    const holder = entry.users.get(forkId) ?? entry.pendingUsers.get(forkId);
+    if (holder !== undefined) this.forks.add(holder, -1);
     entry.users.delete(forkId);
     entry.pendingUsers.delete(forkId);
-    this.collect(entry);
+  }
+
+  /** Drops every fork held by a worker `matches` (it left or failed, or its lease ran out). */
+  dropHolders(matches: (holder: string, entry: OwnerEntry) => boolean): void {
+    for (const entry of [...this.entries.values()]) {
+      for (const [forkId, holder] of [...entry.users, ...entry.pendingUsers]) if (matches(holder, entry)) this.removeFork(entry, forkId);
+      this.collect(entry);
+    }
   }
 
   /** Drops every fork held by `worker` (it left or failed). */
   dropHolder(worker: string): void {
-    for (const entry of [...this.entries.values()]) {
-      for (const [forkId, holder] of [...entry.users, ...entry.pendingUsers]) {
-        if (holder === worker) {
-          entry.users.delete(forkId);
-          entry.pendingUsers.delete(forkId);
-          entry.deleted.add(forkId);
-        }
-      }
-      this.collect(entry);
-    }
+    this.dropHolders((holder) => holder === worker);
   }
 
   /** Drops the entry once nothing refers to it. */
@@ -114,27 +226,37 @@ export class OwnerTable {
     if (!entry.created || entry.users.size > 0 || entry.pendingUsers.size > 0 || entry.localHandles > 0) return;
     if (this.entries.get(entry.rrefId) !== entry) return;
     this.entries.delete(entry.rrefId);
-    disposeKept(entry.value);
+    this.rescan(entry);
+    this.free(entry);
   }
 
   /** Drops everything (shutdown). */
   clear(): void {
-    for (const entry of this.entries.values()) disposeKept(entry.value);
+    for (const entry of this.entries.values()) this.free(entry);
     this.entries.clear();
+    this.holders.clear();
+    this.forks.clear();
+    this.bytes.clear();
   }
-}
 
-/** Marks the tensors of a kept value so calls that return them do not dispose them. */
-function keepTensors(value: unknown): unknown {
-  forEachTensor(value, (tensor) => {
-    if (!tensor.isDisposed) tf.keep(tensor);
-  });
-  return value;
-}
+  /** Frees what the value holds (see the module comment). */
+  private free(entry: OwnerEntry): void {
+    if (entry.ownsVariables || entry.callsDispose) callDispose(entry.value);
+    for (const tensor of entry.tensors) {
+      if (this.unhold(tensor) > 0 || tensor.isDisposed) continue;
+      if (tensor instanceof tf.Variable && !entry.ownsVariables) continue;
+      tensor.dispose();
+    }
+    entry.tensors = new Set();
+    if (entry.creator !== undefined) this.bytes.add(entry.creator, -entry.bytes);
+    entry.bytes = 0;
+  }
 
-/** Disposes the tensors of a dropped value, except variables: model state lives until disposed explicitly (as in calls). */
-function disposeKept(value: unknown): void {
-  forEachTensor(value, (tensor) => {
-    if (!tensor.isDisposed && !(tensor instanceof tf.Variable)) tensor.dispose();
-  });
+  /** One holder fewer for `tensor`; returns how many are left. */
+  private unhold(tensor: Tensor): number {
+    const left = (this.holders.get(tensor) ?? 1) - 1;
+    if (left <= 0) this.holders.delete(tensor);
+    else this.holders.set(tensor, left);
+    return left;
+  }
 }

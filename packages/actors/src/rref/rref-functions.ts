@@ -1,12 +1,16 @@
 /**
  * The owner-side functions of the RRef protocol, registered like any remote
  * function and called through the ordinary call path (so timeouts, failure
- * detection and autograd contexts apply to them as to any call).
+ * detection and autograd contexts apply to them as to any call). An unknown
+ * RRef id fails at once and leaves nothing behind.
  * @module
  */
-import { RRefError, UnknownFunctionError } from '@tensorbus/core';
+import { RRefError } from '@tensorbus/core';
 import { callScope } from '../agent/call-context.js';
-import { lookupCallable, remoteFunction } from '../registry/functions.js';
+import { isWireId } from '../peer-limits.js';
+import { isRegisteredClass, lookupCallable, remoteFunction } from '../registry/functions.js';
+import type { OwnerEntry } from './owner-table.js';
+import { remoteMethodOf } from './remote-methods.js';
 import type { RRefManager } from './rref-manager.js';
 import { creationFailed } from './rref.js';
 import type { CreateSpec } from './rref-protocol.js';
@@ -18,45 +22,68 @@ function manager(): RRefManager {
   return agent.rrefs;
 }
 
-async function valueOf(rrefs: RRefManager, rrefId: string): Promise<unknown> {
-  const entry = await rrefs.entryFor(rrefId);
-  if (!entry) throw new RRefError('RREF_OWNER_LOST', `worker '${rrefs.selfName}' holds no RRef ${rrefId} (released, or its creation failed)`);
+/** The entry of `rrefId`, now: a reference is used only once its owner confirmed it, so a missing entry is gone (or never was). */
+function entryOf(rrefs: RRefManager, rrefId: unknown): OwnerEntry {
+  const entry = isWireId(rrefId) ? rrefs.owners.get(rrefId) : undefined;
+  if (!entry) {
+    const shown = typeof rrefId === 'string' ? rrefId.slice(0, 64) : typeof rrefId;
+    throw new RRefError('RREF_OWNER_LOST', `worker '${rrefs.selfName}' holds no RRef ${shown} (released, its creation failed, or it never existed)`);
+  }
+  entry.lastUsed = Date.now();
+  return entry;
+}
+
+async function valueOf(entry: OwnerEntry): Promise<unknown> {
   await entry.ready;
-  if (entry.failure !== undefined) throw creationFailed(rrefId, entry.failure);
+  if (entry.failure !== undefined) throw creationFailed(entry.rrefId, entry.failure);
   return entry.value;
 }
 
-function methodOf(rrefs: RRefManager, target: unknown, method: string): (...args: unknown[]) => unknown {
-  const fn = target !== null && typeof target === 'object' ? (target as Record<string, unknown>)[method] : undefined;
-  if (typeof fn !== 'function' || method === 'constructor' || method.startsWith('__')) {
-    throw new UnknownFunctionError(`the value of this RRef on worker '${rrefs.selfName}' has no method '${method}'`);
-  }
-  return (fn as (...args: unknown[]) => unknown).bind(target);
+function checkSpec(spec: unknown): asserts spec is CreateSpec {
+  const s = spec as Partial<{ fn: unknown; target: unknown; method: unknown; args: unknown }> | null;
+  const ok = s !== null && typeof s === 'object' && Array.isArray(s.args) && (typeof s.fn === 'string' || (typeof s.target === 'string' && typeof s.method === 'string'));
+  if (!ok) throw new RRefError('RREF_CREATION_FAILED', 'malformed RRef creation request');
 }
 
 /** Makes the value of a new RRef on this worker (its owner) [remote()]. */
 export const createValue = remoteFunction('tb.rref.create', async (rrefId: string, forkId: string | null, spec: CreateSpec): Promise<null> => {
   const rrefs = manager();
   const caller = callScope.getStore()!.caller;
+  checkSpec(spec);
+  // A missing target fails before anything is kept for the new value.
+  const target = 'target' in spec ? entryOf(rrefs, spec.target) : undefined;
   const entry = rrefs.openForCreation(rrefId, forkId, caller);
   if (!entry) return null;
   try {
     let value: unknown;
-    if ('fn' in spec) value = await lookupCallable(spec.fn, rrefs.selfName).invoke(spec.args);
-    else value = await methodOf(rrefs, await valueOf(rrefs, spec.target), spec.method)(...spec.args);
+    if (target === undefined) {
+      const fn = (spec as { fn: string }).fn;
+      entry.ownsVariables = isRegisteredClass(fn);
+      value = await lookupCallable(fn, rrefs.selfName).invoke(spec.args);
+    } else {
+      const { method } = spec as { method: string };
+      value = await remoteMethodOf(await valueOf(target), method, rrefs.selfName)(...spec.args);
+      rrefs.owners.rescan(target);
+    }
     entry.settle(value);
   } catch (error) {
     entry.settle(undefined, error);
     throw error;
   }
+  if (entry.failure !== undefined) throw entry.failure;
   return null;
 });
 
 /** A copy of the value, for a user's `toHere()`. */
-export const fetchValue = remoteFunction('tb.rref.fetch', async (rrefId: string) => valueOf(manager(), rrefId));
+export const fetchValue = remoteFunction('tb.rref.fetch', async (rrefId: string) => valueOf(entryOf(manager(), rrefId)));
 
 /** Runs a method of the value, for a user's proxies. */
 export const callValueMethod = remoteFunction('tb.rref.call', async (rrefId: string, method: string, args: unknown[]) => {
   const rrefs = manager();
-  return methodOf(rrefs, await valueOf(rrefs, rrefId), method)(...args);
+  const entry = entryOf(rrefs, rrefId);
+  if (!Array.isArray(args)) throw new RRefError('RREF_OWNER_LOST', 'malformed RRef method call');
+  const result = await remoteMethodOf(await valueOf(entry), method, rrefs.selfName)(...args);
+  // Tensors the method stored in the value are the value's now (kept, counted); before the reply disposes transient ones.
+  rrefs.owners.rescan(entry);
+  return result;
 });

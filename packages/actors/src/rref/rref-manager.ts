@@ -9,11 +9,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RRefError, WorkerUnavailableError, type TensorbusError } from '@tensorbus/core';
-import { errorFromWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
+import { errorFromWire, errorToWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
 import type { CallOptions, WireContext } from '../agent/call-client.js';
 import type { ControlMessage } from '../agent/control.js';
 import type { RpcAgent } from '../agent/rpc-agent.js';
 import type { WorkerInfo } from '../worker-info.js';
+import { guarded, isCurrentMember, isWireId, PeerCounter } from '../peer-limits.js';
+import { markOpaque } from './held-tensors.js';
 import { OwnerTable, type OwnerEntry } from './owner-table.js';
 import { sendReliably } from './reliable.js';
 import { CHILD_ACCEPT, DELETE, FORK, type CreateSpec, type RRefWire } from './rref-protocol.js';
@@ -32,24 +34,45 @@ export interface RRefStats {
   pendingChildren: number;
 }
 
+/** How long a fork waits for the creation of its value to reach the owner, ms. */
+const FORK_WAIT_MS = 5_000;
+/** Deletes kept for one owner declared failed, to send if it comes back. */
+const OWED_PER_OWNER = 10_000;
+
 type Held = { kind: 'user'; forkId: string } | { kind: 'owner'; entry: OwnerEntry; flag: { released: boolean } };
 
 /** The RRef side of one agent. */
 export class RRefManager implements RRefHost {
-  readonly owners = new OwnerTable();
+  readonly owners: OwnerTable;
   private readonly users = new Map<string, UserState>();
   private readonly prefix = `${randomBytes(4).toString('hex')}`;
   private counter = 0;
-  private readonly entryWaiters = new Map<string, Array<() => void>>();
   private readonly tombstones = new Set<string>();
   private readonly collected = new FinalizationRegistry<Held>((held) => this.onCollected(held));
+  /**
+   * Deletes of forks whose owner was declared failed: sent if it comes back
+   * (a stalled worker wrongly declared failed still holds the values), so it
+   * does not keep them for good. owner -> `${rrefId}|${forkId}`.
+   */
+  private readonly owed = new Map<string, Set<string>>();
+  private leaseTimer: NodeJS.Timeout | undefined;
+  /** User forks held here, per owner (RRefs that arrive are bounded per owner they name). */
+  private readonly usersPerOwner = new PeerCounter();
 
   constructor(readonly agent: RpcAgent) {
+    this.owners = new OwnerTable(agent.membership.name, () => agent.options.peerLimits);
+    // A value referencing the agent must not make everything the agent holds look like its own.
+    markOpaque(agent);
+    markOpaque(this);
     const control = agent.control;
     control.on(FORK, (m) => this.onFork(m));
     control.on(CHILD_ACCEPT, (m) => this.onChildAccept(m));
     control.on(DELETE, (m) => this.onDelete(m));
     agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
+    agent.membership.membership$.subscribe((members) => this.onMembers(members));
+    const leaseMs = agent.options.peerLimits.leaseMs;
+    this.leaseTimer = setInterval(() => guarded(() => this.expireLeases()), Math.max(10, Math.min(1_000, Math.floor(leaseMs / 4))));
+    this.leaseTimer.unref();
   }
 
   get selfName(): string {
@@ -83,7 +106,7 @@ export class RRefManager implements RRefHost {
   }
 
   /** Creates a value on `to` and returns its RRef at once [remote()]. */
-  create<T>(to: string, spec: CreateSpec, options: CallOptions): RRef<T> {
+  create<T>(to: string, spec: CreateSpec, options: CallOptions, after?: Promise<void>): RRef<T> {
     const rrefId = this.newId();
     if (to === this.selfName) {
       const entry = this.owners.open(rrefId);
@@ -93,7 +116,9 @@ export class RRefManager implements RRefHost {
       return rref;
     }
     const state = this.newUser(rrefId, to, this.newId());
-    const created = this.agent.calls.call(to, createValue.remoteName, [rrefId, state.forkId, spec], this.agent.meta(to), options);
+    const meta = this.agent.meta(to);
+    const send = () => this.agent.calls.call(to, createValue.remoteName, [rrefId, state.forkId, spec], meta, options);
+    const created = after === undefined ? send() : after.then(send);
     this.confirmWhen(state, created, true);
     return this.userHandle<T>(state);
   }
@@ -118,7 +143,14 @@ export class RRefManager implements RRefHost {
       pendingChildren: new Map(),
     };
     this.users.set(forkId, state);
+    this.usersPerOwner.add(owner, 1);
     return state;
+  }
+
+  private forgetUser(state: UserState): void {
+    if (this.users.get(state.forkId) !== state) return;
+    this.users.delete(state.forkId);
+    this.usersPerOwner.add(state.owner, -1);
   }
 
   private userHandle<T>(state: UserState): RRef<T> {
@@ -152,7 +184,14 @@ export class RRefManager implements RRefHost {
   }
 
   remoteMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): RRef<unknown> {
-    return this.create(rref.ownerName(), { target: rref.rrefId, method, args }, options);
+    // The owner knows a user's value only once it confirmed the fork: it does not wait for ids it does not know.
+    const user = rref.user;
+    const after = user && !user.confirmed
+      ? user.confirmation.then(() => {
+          if (user.failure) throw user.failure;
+        })
+      : undefined;
+    return this.create(rref.ownerName(), { target: rref.rrefId, method, args }, options, after);
   }
 
   /** Runs a call to the owner, turning its disappearance into RREF_OWNER_LOST. */
@@ -192,12 +231,12 @@ export class RRefManager implements RRefHost {
     if (state.released) return;
     state.released = true;
     await state.confirmation;
-    if (state.failure) {
-      // Nothing on the owner to release (creation failed, or the owner is gone); the
-      // failure path already told the owner to drop the fork.
-      if (state.pendingChildren.size === 0) this.users.delete(state.forkId);
+    if (state.failure?.code === 'RREF_CREATION_FAILED' || (state.failure && !state.confirmed)) {
+      // The failure path already told the owner to drop the fork.
+      if (state.pendingChildren.size === 0) this.forgetUser(state);
       return;
     }
+    // Also after RREF_OWNER_LOST: an owner declared failed may only have stalled, and still hold the value.
     await this.sendDelete(state).catch(() => undefined);
   }
 
@@ -205,9 +244,13 @@ export class RRefManager implements RRefHost {
   private async sendDelete(state: UserState): Promise<void> {
     while (state.pendingChildren.size > 0 && !this.stopped()) await new Promise((resolve) => setTimeout(resolve, 10));
     try {
-      if (!this.gone(state.owner)) await sendReliably(this, state.owner, { k: DELETE, rrefId: state.rrefId, forkId: state.forkId });
+      if (this.gone(state.owner)) this.owe(state.owner, state.rrefId, state.forkId);
+      else await sendReliably(this, state.owner, { k: DELETE, rrefId: state.rrefId, forkId: state.forkId });
+    } catch (error) {
+      if (this.gone(state.owner)) this.owe(state.owner, state.rrefId, state.forkId);
+      throw error;
     } finally {
-      this.users.delete(state.forkId);
+      this.forgetUser(state);
     }
   }
 
@@ -231,8 +274,12 @@ export class RRefManager implements RRefHost {
 
   /** Forgets everything (after shutdown). */
   clear(): void {
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    this.leaseTimer = undefined;
     this.owners.clear();
     this.users.clear();
+    this.usersPerOwner.clear();
+    this.owed.clear();
   }
 
   // ---- the wire: forks -------------------------------------------------------
@@ -242,7 +289,7 @@ export class RRefManager implements RRefHost {
     rref.checkUsable();
     const peer = context?.peer ?? '';
     const forkId = this.newId();
-    if (rref.entry) rref.entry.pendingUsers.set(forkId, peer);
+    if (rref.entry) this.owners.addPending(rref.entry, forkId, peer);
     else rref.user!.pendingChildren.set(forkId, peer);
     return { o: rref.ownerName(), r: rref.rrefId, f: forkId, p: this.selfName };
   }
@@ -256,14 +303,49 @@ export class RRefManager implements RRefHost {
     const forkId = wire.f ?? this.newId();
     const existing = this.users.get(forkId);
     if (existing) return this.userHandle(existing);
+    if (!isWireId(wire.r) || !isWireId(forkId) || !isWireId(wire.o) || !isWireId(wire.p)) throw new RRefError('RREF_OWNER_LOST', 'malformed RRef on the wire');
+    // Each arriving RRef makes state here and messages to its owner: bounded per owner named.
+    const limit = this.agent.options.peerLimits.rrefsPerPeer;
+    if (this.usersPerOwner.get(wire.o) >= limit) {
+      // Refused one by one (the rest of the message still decodes): it arrives failed, and its owner and parent drop it.
+      this.refuseFork(wire);
+      const failure = new RRefError('RREF_LIMIT_EXCEEDED', `worker '${this.selfName}' already holds ${limit} RRefs owned by '${wire.o}' (peerLimits.rrefsPerPeer)`);
+      const refused: UserState = { rrefId: wire.r, owner: wire.o, forkId, confirmed: false, confirmation: Promise.resolve(), failure, released: false, pendingChildren: new Map() };
+      return new RRef(this, wire.r, wire.o, refused, undefined);
+    }
     const state = this.newUser(wire.r, wire.o, forkId);
-    const acknowledged = sendReliably(this, wire.o, { k: FORK, rrefId: wire.r, forkId, holder: this.selfName, parent: wire.p }).then((reply) => {
-      const error = (reply as { error?: WireError } | undefined)?.error;
-      if (error) throw errorFromWire(error);
+    const acknowledged = this.sendFork(wire, forkId).then(() => {
       if (wire.p !== wire.o && wire.f) void sendReliably(this, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId }).catch(() => undefined);
     });
     this.confirmWhen(state, acknowledged, false);
     return this.userHandle(state);
+  }
+
+  /**
+   * Tells the owner this worker holds fork `forkId`. The value may still be on
+   * its way to the owner (its creator's `remote()` has not arrived yet): the
+   * owner answers `unknown` at once, keeping nothing, and this side asks again
+   * for at most FORK_WAIT_MS.
+   */
+  private async sendFork(wire: RRefWire, forkId: string): Promise<void> {
+    const deadline = Date.now() + FORK_WAIT_MS;
+    for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
+      const reply = (await sendReliably(this, wire.o, { k: FORK, rrefId: wire.r, forkId, holder: this.selfName, parent: wire.p })) as { error?: WireError; unknown?: boolean } | undefined;
+      if (!reply?.error) return;
+      if (!reply.unknown || Date.now() + pause > deadline || this.stopped()) throw errorFromWire(reply.error);
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+
+  /**
+   * A fork refused on arrival: the owner and the parent that sent it would
+   * otherwise keep it pending until this worker leaves. Members only: an
+   * unknown owner gets no messages from us.
+   */
+  private refuseFork(wire: RRefWire): void {
+    if (!wire.f) return;
+    if (isCurrentMember(this.agent, wire.o)) void sendReliably(this, wire.o, { k: DELETE, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
+    if (wire.p !== wire.o && isCurrentMember(this.agent, wire.p)) void sendReliably(this, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
   }
 
   /** An RRef to a value of ours came back: an owner handle, and the fork it was is settled. */
@@ -282,23 +364,28 @@ export class RRefManager implements RRefHost {
 
   private async onFork(m: ControlMessage): Promise<unknown> {
     const { rrefId, forkId, holder } = m as { rrefId?: unknown; forkId?: unknown; holder?: unknown };
-    if (typeof rrefId !== 'string' || typeof forkId !== 'string' || typeof holder !== 'string') return { error: { name: 'Error', message: 'malformed fork' } };
-    const entry = await this.entryFor(rrefId);
-    if (!entry) return { error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: `worker '${this.selfName}' holds no RRef ${rrefId}` } };
-    this.owners.confirmUser(entry, forkId, holder);
+    if (!isWireId(rrefId) || !isWireId(forkId) || !isWireId(holder)) return { error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: 'malformed fork' } };
+    const entry = this.owners.get(rrefId);
+    // Unknown now: answered at once, nothing kept (the holder asks again while a creation may be on its way).
+    if (!entry) return { unknown: true, error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: `worker '${this.selfName}' holds no RRef ${rrefId}` } };
+    try {
+      this.owners.confirmUser(entry, forkId, holder);
+    } catch (error) {
+      return { error: errorToWire(error) };
+    }
     return { ok: true };
   }
 
   private onChildAccept(m: ControlMessage): unknown {
     const { forkId } = m as { forkId?: unknown };
-    if (typeof forkId !== 'string') return { ok: false };
+    if (!isWireId(forkId)) return { ok: false };
     for (const state of this.users.values()) state.pendingChildren.delete(forkId);
     return { ok: true };
   }
 
   private onDelete(m: ControlMessage): unknown {
     const { rrefId, forkId } = m as { rrefId?: unknown; forkId?: unknown };
-    if (typeof rrefId !== 'string' || typeof forkId !== 'string') return { ok: false };
+    if (!isWireId(rrefId) || !isWireId(forkId)) return { ok: false };
     if (!this.owners.get(rrefId)) this.tombstone(`${rrefId}|${forkId}`);
     this.owners.deleteFork(rrefId, forkId);
     return { ok: true };
@@ -314,32 +401,49 @@ export class RRefManager implements RRefHost {
 
   // ---- helpers for the owner-side functions ----------------------------------
 
-  /** The entry of `rrefId`, waiting briefly for a creation still on its way. */
-  async entryFor(rrefId: string, waitMs = 5_000): Promise<OwnerEntry | undefined> {
-    const entry = this.owners.get(rrefId);
-    if (entry || waitMs <= 0) return entry;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, waitMs);
-      const list = this.entryWaiters.get(rrefId) ?? [];
-      list.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-      this.entryWaiters.set(rrefId, list);
-    });
-    return this.owners.get(rrefId);
-  }
-
   /** Opens the entry a `remote()` call creates, unless it was deleted before it arrived. */
   openForCreation(rrefId: string, forkId: string | null, creator: string): OwnerEntry | undefined {
+    // Ids are made by their creator, prefixed with its name: nobody can take another worker's id.
+    if (!isWireId(rrefId) || !rrefId.startsWith(`${creator}.`) || (forkId !== null && !isWireId(forkId))) {
+      throw new RRefError('RREF_CREATION_FAILED', `malformed RRef creation request from '${creator}'`);
+    }
     if (forkId !== null && this.tombstones.has(`${rrefId}|${forkId}`)) return undefined;
     const existing = this.owners.get(rrefId);
-    if (existing) return existing.created ? undefined : existing;
-    const opened = this.owners.open(rrefId);
-    if (forkId !== null) this.owners.confirmUser(opened, forkId, creator);
-    for (const wake of this.entryWaiters.get(rrefId) ?? []) wake();
-    this.entryWaiters.delete(rrefId);
+    if (existing) return existing.created || forkId !== null ? undefined : existing;
+    if (forkId === null) return undefined;
+    this.owners.checkRoom(creator, 'value');
+    const opened = this.owners.open(rrefId, creator);
+    this.owners.confirmUser(opened, forkId, creator);
     return opened;
+  }
+
+  /** Keeps a delete for `owner`, declared failed, in case it comes back. */
+  private owe(owner: string, rrefId: string, forkId: string): void {
+    let set = this.owed.get(owner);
+    if (!set) this.owed.set(owner, (set = new Set()));
+    set.add(`${rrefId}|${forkId}`);
+    if (set.size > OWED_PER_OWNER) set.delete(set.values().next().value as string);
+  }
+
+  /** Owners declared failed that are back (a stall, not a death) get the deletes kept for them. */
+  private onMembers(members: WorkerInfo[]): void {
+    if (this.owed.size === 0) return;
+    for (const { name } of members) {
+      const set = this.owed.get(name);
+      if (!set) continue;
+      this.owed.delete(name);
+      for (const key of set) {
+        const bar = key.lastIndexOf('|');
+        void sendReliably(this, name, { k: DELETE, rrefId: key.slice(0, bar), forkId: key.slice(bar + 1) }).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Forks held by callers that are not current members expire once their value sat unused for `leaseMs`. */
+  private expireLeases(): void {
+    const { leaseMs } = this.agent.options.peerLimits;
+    const now = Date.now();
+    this.owners.dropHolders((holder, entry) => now - entry.lastUsed > leaseMs && !isCurrentMember(this.agent, holder));
   }
 
   private tombstone(key: string): void {

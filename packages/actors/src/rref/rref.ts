@@ -173,6 +173,8 @@ export class RRef<T = unknown> {
 
 /** The error for a value whose creation failed. */
 export function creationFailed(rrefId: string, cause: unknown): RRefError {
+  // A refusal for a peer's bound keeps its own code: the caller acts on it (release some RRefs).
+  if (cause instanceof RRefError && cause.code === 'RREF_LIMIT_EXCEEDED') return cause;
   const reason = cause instanceof Error ? cause.message : String(cause);
   return new RRefError('RREF_CREATION_FAILED', `creating RRef ${rrefId} failed: ${reason}`, { cause });
 }
