@@ -10,7 +10,9 @@ import { AutogradError, InvalidArgumentError, RpcTimeoutError, RRefError, tf, Un
 import { natsTransport } from '@tensorbus/nats-transport';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { DistributedOptimizer, initRpc, type InitRpcOptions, type RpcAgent, type RRef } from '../src/index.js';
+import { CallAuth } from '../src/agent/call-auth.js';
 import { CallClient } from '../src/agent/call-client.js';
+import { Identity } from '../src/agent/identity.js';
 import { linear, makeVariable } from './fixtures/autograd-functions.js';
 import { bagDisposals, keepRRefs, releaseHeld, TensorBag, useAll } from './fixtures/peer-functions.js';
 import { eventually } from './helpers.js';
@@ -60,7 +62,7 @@ async function natsGroup(
   started.push(...agents);
   const raw = await natsTransport({ servers: server.url, namespace });
   transports.push(raw);
-  return { agents, outsider: new CallClient(raw, 'outsider', undefined, () => 5_000) };
+  return { agents, outsider: new CallClient(raw, 'outsider', undefined, () => 5_000, new CallAuth(new Identity(), 'outsider', () => undefined)) };
 }
 
 function since(start: number): number {
