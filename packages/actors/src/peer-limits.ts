@@ -56,6 +56,16 @@ export function isCurrentMember(agent: MembershipView, peer: string): boolean {
   return peer === agent.membership.name || agent.membership.get(peer) !== undefined;
 }
 
+/**
+ * The name state made by a caller is kept under: its own for a caller that
+ * showed it is that member, else a name no member can have (`?` + the claimed
+ * one), so a caller that only claims a member's name gets a lease, not the
+ * member's lifetime, and is counted apart from it.
+ */
+export function accountableName(caller: { caller: string; verified: boolean }): string {
+  return caller.verified ? caller.caller : `?${caller.caller}`;
+}
+
 /** Longest id (RRef, fork or autograd context) accepted from the wire, in characters. */
 export const MAX_ID_LENGTH = 256;
 

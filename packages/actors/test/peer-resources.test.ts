@@ -209,18 +209,24 @@ test.serial('peer resources - autograd contexts with made-up ids are bounded per
   const baseline = tf.memory().numTensors;
   const x = tf.ones([1_000]);
   const call = (client: CallClient, from: string, id: string) => client.call('w', 'tf.mul', [x, x], { from, ag: [id, `${id}.m`] }).then((y) => (y as tf.Tensor).dispose());
-  for (let i = 0; i < 3; i++) await call(outsider, 'outsider', `outsider/made.${i}`);
-  t.is(w.distAutograd.size, 3);
-  const refused = await t.throwsAsync(call(outsider, 'outsider', 'outsider/made.3'), { instanceOf: AutogradError });
-  t.is(refused!.code, 'AUTOGRAD_LIMIT_EXCEEDED');
-  t.is(w.distAutograd.size, 3, 'the refused call opened nothing');
-  // A member's bound is its own; a made-up creator does not keep a context alive either.
+  // A caller that cannot show it is a member is served outside any context: it opens none, even claiming a member's name.
+  for (let i = 0; i < 5; i++) await call(outsider, 'outsider', `outsider/made.${i}`);
+  await call(outsider, 'a', 'a/made.1');
+  t.is(w.distAutograd.size, 0, 'unverified callers open no context');
+  // A member is bounded by count and by bytes, and a made-up creator does not keep a context alive.
+  await call(a.calls, 'a', 'ghost/made.0');
   await call(a.calls, 'a', 'ghost/made.1');
-  t.is(w.distAutograd.size, 4);
+  t.is(w.distAutograd.size, 2);
   const big = tf.ones([20_000]);
   const tooBig = await t.throwsAsync(a.calls.call('w', 'tf.mul', [big, big], { from: 'a', ag: ['ghost/made.2', 'm'] }), { instanceOf: AutogradError });
   t.is(tooBig!.code, 'AUTOGRAD_LIMIT_EXCEEDED');
   big.dispose();
+  t.is(w.distAutograd.size, 2, 'the refused call kept nothing');
+  await call(a.calls, 'a', 'ghost/made.3');
+  t.is(w.distAutograd.size, 3);
+  const refused = await t.throwsAsync(call(a.calls, 'a', 'ghost/made.4'), { instanceOf: AutogradError });
+  t.is(refused!.code, 'AUTOGRAD_LIMIT_EXCEEDED');
+  t.is(w.distAutograd.size, 3, 'the refused call opened nothing');
   t.true(tf.memory().numTensors > baseline + 1, 'the contexts hold tensors');
   await eventually(() => w.distAutograd.size === 0, 10_000);
   x.dispose();

@@ -82,7 +82,7 @@ export class DistAutograd {
     this.ledger = new ContextLedger(agent);
     agent.metaContributors.push((meta) => this.tagCall(meta));
     agent.calls.taps.push((to, args, meta) => this.onRequest(to, args, meta));
-    agent.server.wrap((meta, run, args) => this.serve(meta, run, args));
+    agent.server.wrap((meta, run, args, caller) => this.serve(meta, run, args, caller.verified));
     agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
     agent.whenStopped(() => this.dropAll());
     const leaseMs = agent.options.peerLimits.leaseMs;
@@ -229,18 +229,25 @@ export class DistAutograd {
     };
   }
 
-  /** Callee side: joins the caller's context, records the tensors received and those replied. */
-  private serve(meta: CallMeta, run: () => Promise<unknown>, args: unknown[]): Promise<unknown> {
-    const tag = meta[META_KEY] === undefined ? undefined : tagOf(meta);
+  /**
+   * Callee side: joins the caller's context, records the tensors received and
+   * those replied. A caller that did not show it is the member it names takes
+   * part in no context here (it could otherwise pin or feed another's).
+   */
+  private serve(meta: CallMeta, run: () => Promise<unknown>, args: unknown[], verified: boolean): Promise<unknown> {
+    const tag = meta[META_KEY] === undefined || !verified ? undefined : tagOf(meta);
     // In-process transports deliver in the sender's async scope: a call outside any context must not inherit one.
     if (tag === undefined) return recordingScope.getStore() === undefined ? run() : recordingScope.exit(run);
     if (!isWireId(tag[0]) || !isWireId(tag[1])) return Promise.reject(new InvalidArgumentError('malformed autograd context id in a call'));
     let context: AutogradContext | undefined;
     const received = floatTensors(args);
+    const existed = this.contexts.has(tag[0]);
     try {
       context = this.join(tag[0], meta.from);
       if (context !== undefined) this.ledger.charge(context, meta.from, received);
     } catch (error) {
+      // A refused call keeps nothing: not even the context it would have opened.
+      if (context !== undefined && !existed) this.drop(context);
       return Promise.reject(error);
     }
     if (context === undefined) return recordingScope.exit(run);

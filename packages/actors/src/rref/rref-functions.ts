@@ -7,7 +7,7 @@
  */
 import { RRefError } from '@tensorbus/core';
 import { callScope } from '../agent/call-context.js';
-import { isWireId } from '../peer-limits.js';
+import { accountableName, isWireId } from '../peer-limits.js';
 import { isRegisteredClass, lookupCallable, remoteFunction } from '../registry/functions.js';
 import type { OwnerEntry } from './owner-table.js';
 import { remoteMethodOf } from './remote-methods.js';
@@ -48,11 +48,11 @@ function checkSpec(spec: unknown): asserts spec is CreateSpec {
 /** Makes the value of a new RRef on this worker (its owner) [remote()]. */
 export const createValue = remoteFunction('tb.rref.create', async (rrefId: string, forkId: string | null, spec: CreateSpec): Promise<null> => {
   const rrefs = manager();
-  const caller = callScope.getStore()!.caller;
+  const scope = callScope.getStore()!;
   checkSpec(spec);
   // A missing target fails before anything is kept for the new value.
   const target = 'target' in spec ? entryOf(rrefs, spec.target) : undefined;
-  const entry = rrefs.openForCreation(rrefId, forkId, caller);
+  const entry = rrefs.openForCreation(rrefId, forkId, scope.caller, accountableName(scope));
   if (!entry) return null;
   try {
     let value: unknown;

@@ -402,7 +402,12 @@ export class RRefManager implements RRefHost {
   // ---- helpers for the owner-side functions ----------------------------------
 
   /** Opens the entry a `remote()` call creates, unless it was deleted before it arrived. */
-  openForCreation(rrefId: string, forkId: string | null, creator: string): OwnerEntry | undefined {
+  /**
+   * Opens the value of a creation request from `creator`; its user fork is
+   * held by `holder` (the creator, or the name an unverified caller's state is
+   * kept under: see accountableName).
+   */
+  openForCreation(rrefId: string, forkId: string | null, creator: string, holder = creator): OwnerEntry | undefined {
     // Ids are made by their creator, prefixed with its name: nobody can take another worker's id.
     if (!isWireId(rrefId) || !rrefId.startsWith(`${creator}.`) || (forkId !== null && !isWireId(forkId))) {
       throw new RRefError('RREF_CREATION_FAILED', `malformed RRef creation request from '${creator}'`);
@@ -411,9 +416,9 @@ export class RRefManager implements RRefHost {
     const existing = this.owners.get(rrefId);
     if (existing) return existing.created || forkId !== null ? undefined : existing;
     if (forkId === null) return undefined;
-    this.owners.checkRoom(creator, 'value');
-    const opened = this.owners.open(rrefId, creator);
-    this.owners.confirmUser(opened, forkId, creator);
+    this.owners.checkRoom(holder, 'value');
+    const opened = this.owners.open(rrefId, holder);
+    this.owners.confirmUser(opened, forkId, holder);
     return opened;
   }
 
