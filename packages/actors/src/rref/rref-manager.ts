@@ -11,10 +11,11 @@ import { randomBytes } from 'node:crypto';
 import { RRefError, WorkerUnavailableError, type TensorbusError } from '@tensorbus/core';
 import { errorFromWire, errorToWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
 import type { CallOptions, WireContext } from '../agent/call-client.js';
+import type { CallerIdentity } from '../agent/call-context.js';
 import type { ControlMessage } from '../agent/control.js';
 import type { RpcAgent } from '../agent/rpc-agent.js';
 import type { WorkerInfo } from '../worker-info.js';
-import { guarded, isCurrentMember, isWireId, PeerCounter } from '../peer-limits.js';
+import { accountableName, guarded, isCurrentMember, isWireId, PeerCounter } from '../peer-limits.js';
 import { markOpaque } from './held-tensors.js';
 import { OwnerTable, type OwnerEntry } from './owner-table.js';
 import { sendReliably } from './reliable.js';
@@ -65,7 +66,7 @@ export class RRefManager implements RRefHost {
     markOpaque(agent);
     markOpaque(this);
     const control = agent.control;
-    control.on(FORK, (m) => this.onFork(m));
+    control.on(FORK, (m, sender) => this.onFork(m, sender));
     control.on(CHILD_ACCEPT, (m) => this.onChildAccept(m));
     control.on(DELETE, (m) => this.onDelete(m));
     agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
@@ -362,8 +363,10 @@ export class RRefManager implements RRefHost {
 
   // ---- control handlers ------------------------------------------------------
 
-  private async onFork(m: ControlMessage): Promise<unknown> {
-    const { rrefId, forkId, holder } = m as { rrefId?: unknown; forkId?: unknown; holder?: unknown };
+  /** A holder announces its fork (child -> owner): kept under the holder's name only when the holder sent it itself. */
+  private async onFork(m: ControlMessage, sender: CallerIdentity | undefined): Promise<unknown> {
+    const { rrefId, forkId, holder: claimed } = m as { rrefId?: unknown; forkId?: unknown; holder?: unknown };
+    const holder = isWireId(claimed) ? accountableName({ caller: claimed, verified: sender?.verified === true && sender.name === claimed }) : claimed;
     if (!isWireId(rrefId) || !isWireId(forkId) || !isWireId(holder)) return { error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: 'malformed fork' } };
     const entry = this.owners.get(rrefId);
     // Unknown now: answered at once, nothing kept (the holder asks again while a creation may be on its way).
