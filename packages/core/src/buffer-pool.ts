@@ -27,6 +27,8 @@
  * @module
  */
 
+import { Owned } from './owned.js';
+
 /** Buffers smaller than this are plain allocations. */
 export const POOL_MIN_BYTES = 256 * 1024;
 
@@ -81,6 +83,15 @@ export function acquireBuffer(size: number): Uint8Array {
   const view = new Uint8Array(memory, 0, size);
   lent.set(view, memory);
   return view;
+}
+
+/**
+ * {@link acquireBuffer} as an owned handle: the buffer goes back to the pool
+ * when the last share of it is released (see owned.ts).
+ */
+export function acquireOwned(size: number): Owned<Uint8Array> {
+  const buffer = acquireBuffer(size);
+  return Owned.own(buffer, () => releaseBuffer(buffer));
 }
 
 /**

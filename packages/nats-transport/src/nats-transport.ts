@@ -330,7 +330,7 @@ export async function natsTransport(options: NatsTransportOptions = {}): Promise
   let direct: DirectPlane | undefined;
   if (!directOff) {
     try {
-      direct = await DirectPlane.start(options.direct || {}, options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS);
+      direct = await DirectPlane.start(options.direct || {}, options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS, options.maxTransferBytes ?? 2 ** 31 - 1);
     } catch (error) {
       await nc.close();
       throw new TransportError(`cannot open the direct data port: ${(error as Error).message} (set direct: false to go through NATS only)`, { cause: error });

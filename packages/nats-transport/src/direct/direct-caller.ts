@@ -86,10 +86,7 @@ export class DirectCaller {
   streamedReceived = 0;
   // Calls may take any time: no stall timeout; a dead responder closes the connection,
   // and its segments are no longer kept mapped here.
-  private readonly pool = new ConnectionPool(undefined, (_endpoint, connection) => {
-    const pid = this.responders.get(connection);
-    if (pid !== undefined) this.segments?.forgetProcess(pid);
-  });
+  private readonly pool: ConnectionPool;
   private readonly self = hostId();
   /** Data ports whose process cannot map this one's segments. */
   private readonly noSharedMemory = new Set<string>();
@@ -100,11 +97,20 @@ export class DirectCaller {
    * @param offer offers a large payload on this process's data port (for the
    *   responder to pull), or undefined to send it inline
    * @param segments shared memory, when this process has it
+   * @param maxReplyBytes a reply declared larger fails its call, unallocated
+   * @param idleCloseMs connections with nothing under way for this long are closed (0: never)
    */
   constructor(
     private readonly offer: (data: Payload, onServed: () => void) => Offered | undefined = () => undefined,
     private readonly segments?: SharedSegments,
-  ) {}
+    maxReplyBytes = 2 ** 31 - 1,
+    idleCloseMs = 0,
+  ) {
+    this.pool = new ConnectionPool(undefined, (_endpoint, connection) => {
+      const pid = this.responders.get(connection);
+      if (pid !== undefined) this.segments?.forgetProcess(pid);
+    }, maxReplyBytes, idleCloseMs);
+  }
 
   /** True when `route` can be used from here (a loopback endpoint only on the same host). */
   usable(route: DirectOffer): boolean {
@@ -198,7 +204,12 @@ export class DirectCaller {
       this.calls++;
       this.sharedReplies++;
       this.responders.set(connection, replyRef.pid);
-      const giveBack = () => connection.send(releaseFrame(replyRef));
+      // Counted until given back: the connection is not idle while the responder's memory is read here.
+      const returned = connection.borrow();
+      const giveBack = () => {
+        returned();
+        connection.send(releaseFrame(replyRef));
+      };
       try {
         return this.segments!.receive(replyRef, giveBack);
       } catch (error) {

@@ -10,7 +10,7 @@ import { SharedSegments } from '../shm/shared-segments.js';
 import { loadShm } from '../shm/shm-native.js';
 import { DirectCaller, RouteUnavailableError } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
-import { parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
+import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
 import { DirectServer, type Offered, type Route, type RouteHandler } from './direct-server.js';
 
 
@@ -63,19 +63,26 @@ export class DirectPlane {
   /** Routes learnt from replies, by full subject. */
   private readonly routes = new Map<string, DirectOffer>();
 
-  private constructor(private readonly server: DirectServer, idleTimeoutMs: number, segments: SharedSegments | undefined) {
-    this.client = new DirectClient(idleTimeoutMs);
+  private constructor(private readonly server: DirectServer, stallTimeoutMs: number, segments: SharedSegments | undefined, maxTransferBytes: number, connectionIdleMs: number) {
+    // Closed before a port would close them as idle, so a request never races that close.
+    const idleCloseMs = Math.floor(connectionIdleMs * CLIENT_IDLE_MARGIN);
+    this.client = new DirectClient(stallTimeoutMs, idleCloseMs);
     // Large direct requests are offered for the responder to pull into its own buffer.
     const offer = (data: Payload, onServed: () => void) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined);
-    this.caller = new DirectCaller(offer, segments);
+    this.caller = new DirectCaller(offer, segments, maxTransferBytes, idleCloseMs);
     server.useFetcher((offer, size) => this.client.fetch(offer, size));
     if (segments) server.useSharedMemory(segments);
   }
 
-  /** Opens the data port; `idleTimeoutMs` fails a fetch that makes no progress. */
-  static async start(options: DirectOptions, idleTimeoutMs: number): Promise<DirectPlane> {
+  /**
+   * Opens the data port; `stallTimeoutMs` fails a fetch that makes no
+   * progress; nothing larger than `maxTransferBytes` is taken, in either
+   * direction, before it is allocated.
+   */
+  static async start(options: DirectOptions, stallTimeoutMs: number, maxTransferBytes = 2 ** 31 - 1): Promise<DirectPlane> {
     const segments = options.sharedMemory === false ? undefined : processSegments();
-    return new DirectPlane(await DirectServer.start(options), idleTimeoutMs, segments);
+    const server = await DirectServer.start({ ...options, maxRequestBytes: options.maxRequestBytes ?? maxTransferBytes });
+    return new DirectPlane(server, stallTimeoutMs, segments, maxTransferBytes, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS);
   }
 
   /** Payloads at least this large are offered on the data plane. */
