@@ -60,6 +60,8 @@ export function useBufferSource(next: BufferSource | undefined): BufferSource | 
 let freeBytes = 0;
 let reused = 0;
 let allocated = 0;
+/** Pooled buffers handed out and not yet given back. */
+let outstanding = 0;
 
 function sizeClass(size: number): number {
   return Math.ceil(Math.log2(size));
@@ -82,6 +84,7 @@ export function acquireBuffer(size: number): Uint8Array {
   }
   const view = new Uint8Array(memory, 0, size);
   lent.set(view, memory);
+  outstanding++;
   return view;
 }
 
@@ -109,6 +112,7 @@ export function releaseBuffer(buffer: Uint8Array): void {
   }
   lent.delete(buffer);
   received.delete(buffer);
+  outstanding--;
   if (freeBytes + memory.byteLength > maxFreeBytes) return;
   const k = Math.log2(memory.byteLength);
   let list = free.get(k);
@@ -137,7 +141,7 @@ export function takeReceived(buffer: Uint8Array): boolean {
   return true;
 }
 
-/** Counts of the pool: buffers allocated, reused, and bytes kept free. */
-export function bufferPoolStats(): { allocated: number; reused: number; freeBytes: number } {
-  return { allocated, reused, freeBytes };
+/** Counts of the pool: buffers allocated, reused, bytes kept free, and pooled buffers handed out and not given back. */
+export function bufferPoolStats(): { allocated: number; reused: number; freeBytes: number; outstanding: number } {
+  return { allocated, reused, freeBytes, outstanding };
 }
