@@ -1,13 +1,22 @@
 import test, { type ExecutionContext } from 'ava';
 import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect as natsConnect, headers } from 'nats';
 import { connect as tcpConnect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { TransportError } from '@tensorbus/core';
 import { bufferPoolStats } from '@tensorbus/core/internal';
-import { natsTransport } from '../src/index.js';
+import { natsTransport, startNatsServer } from '../src/index.js';
 import {
   CALL_HEAD_BYTES,
   DirectClient,
   GET_BYTES,
+  H_CHUNK,
+  H_DIRECT,
+  H_PULL,
+  H_SIZE,
+  H_TRANSFER,
   hostId,
   OP_CALL,
   OP_REPLY,
@@ -206,4 +215,39 @@ test.serial('data plane limits - 800 silent connections are not all held, silent
   t.true(Date.now() - started >= 1_000, 'not before it was idle');
   t.deepEqual(await a.request('echo', payload, { timeoutMs: 10_000 }), payload);
   for (const socket of sockets) socket.destroy();
+});
+
+test.serial('data plane limits - an announcement from another account through a service import, pointing at a hostile port, fails that transfer only', async (t) => {
+  const config = join(mkdtempSync(join(tmpdir(), 'tb-conf-')), 'accounts.conf');
+  writeFileSync(config, `accounts {
+  SVC: { users: [ { user: svc, password: svcpass } ], exports: [ { service: "svc.echo" } ] }
+  APP: { users: [ { user: app, password: apppass } ], imports: [ { service: { account: SVC, subject: "svc.echo" } } ] }
+}
+`);
+  const server = await startNatsServer({ configFile: config });
+  t.teardown(() => server.stop());
+  const svc = await natsTransport({ servers: server.url, user: 'svc', pass: 'svcpass' });
+  const app = await natsTransport({ servers: server.url, user: 'app', pass: 'apppass' });
+  t.teardown(async () => void (await Promise.all([svc.close(), app.close()])));
+  const errors: Error[] = [];
+  svc.subscribe('svc.echo', (m) => m.respond(m.data), { exclusive: true, onError: (error) => errors.push(error) });
+  await svc.flush();
+  const hostile = await hostileServer((id, socket) => socket.write(replyHeader(id, REPLY_OK, 2 ** 50)));
+  t.teardown(() => hostile.server.close());
+  const raw = await natsConnect({ servers: server.url, user: 'app', pass: 'apppass' });
+  const h = headers();
+  h.set(H_TRANSFER, 'hostile.1');
+  h.set(H_SIZE, '1000000');
+  h.set(H_CHUNK, '65536');
+  h.set(H_PULL, 'hostile.pull');
+  h.set(H_DIRECT, `${hostId()} 127.0.0.1:${hostile.port} ${token.toString('hex')}`);
+  raw.publish('svc.echo', new Uint8Array(0), { headers: h, reply: 'hostile.reply' });
+  await raw.flush();
+  const deadline = Date.now() + 5_000;
+  while (hostile.connections() === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.is(hostile.connections(), 1, 'the responder fetched from the hostile port');
+  // Still here, and still serving through the import.
+  const payload = new Uint8Array([4, 2]);
+  t.deepEqual([...(await app.request('svc.echo', payload, { timeoutMs: 5_000 }))], [4, 2]);
+  await raw.close();
 });
