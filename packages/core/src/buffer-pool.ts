@@ -27,6 +27,8 @@
  * @module
  */
 
+import { Owned } from './owned.js';
+
 /** Buffers smaller than this are plain allocations. */
 export const POOL_MIN_BYTES = 256 * 1024;
 
@@ -58,6 +60,8 @@ export function useBufferSource(next: BufferSource | undefined): BufferSource | 
 let freeBytes = 0;
 let reused = 0;
 let allocated = 0;
+/** Pooled buffers handed out and not yet given back. */
+let outstanding = 0;
 
 function sizeClass(size: number): number {
   return Math.ceil(Math.log2(size));
@@ -80,7 +84,17 @@ export function acquireBuffer(size: number): Uint8Array {
   }
   const view = new Uint8Array(memory, 0, size);
   lent.set(view, memory);
+  outstanding++;
   return view;
+}
+
+/**
+ * {@link acquireBuffer} as an owned handle: the buffer goes back to the pool
+ * when the last share of it is released (see owned.ts).
+ */
+export function acquireOwned(size: number): Owned<Uint8Array> {
+  const buffer = acquireBuffer(size);
+  return Owned.own(buffer, () => releaseBuffer(buffer));
 }
 
 /**
@@ -98,6 +112,7 @@ export function releaseBuffer(buffer: Uint8Array): void {
   }
   lent.delete(buffer);
   received.delete(buffer);
+  outstanding--;
   if (freeBytes + memory.byteLength > maxFreeBytes) return;
   const k = Math.log2(memory.byteLength);
   let list = free.get(k);
@@ -126,7 +141,7 @@ export function takeReceived(buffer: Uint8Array): boolean {
   return true;
 }
 
-/** Counts of the pool: buffers allocated, reused, and bytes kept free. */
-export function bufferPoolStats(): { allocated: number; reused: number; freeBytes: number } {
-  return { allocated, reused, freeBytes };
+/** Counts of the pool: buffers allocated, reused, bytes kept free, and pooled buffers handed out and not given back. */
+export function bufferPoolStats(): { allocated: number; reused: number; freeBytes: number; outstanding: number } {
+  return { allocated, reused, freeBytes, outstanding };
 }

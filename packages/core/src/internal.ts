@@ -11,5 +11,6 @@ export { waitAtMost } from './wait-at-most.js';
 export { OutgoingFrame, releaseOutgoing } from './codec/outgoing-frame.js';
 export { EXT_TENSOR, EXT_MAP, EXT_ERROR } from './codec/codec.js';
 export { HEADER_BYTES, BLOCK_ALIGN, FRAME_VERSION } from './codec/frame.js';
-export { acquireBuffer, releaseBuffer, markReceived, takeReceived, lendForeign, useBufferSource, bufferPoolStats, POOL_MIN_BYTES } from './buffer-pool.js';
+export { acquireBuffer, acquireOwned, releaseBuffer, markReceived, takeReceived, lendForeign, useBufferSource, bufferPoolStats, POOL_MIN_BYTES } from './buffer-pool.js';
 export type { BufferSource } from './buffer-pool.js';
+export { Owned } from './owned.js';

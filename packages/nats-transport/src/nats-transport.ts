@@ -260,7 +260,17 @@ export class NatsTransport implements Transport {
     return receiveChunked(this.nc, msg, this.maxTransferBytes, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix));
   }
 
+  /** A NATS callback: a throw here would stop the connection's reader, so a failure fails that request only. */
   private onReply(err: Error | null, msg: Msg): void {
+    try {
+      this.takeReply(err, msg);
+    } catch (error) {
+      const token = msg.subject.slice(this.inbox.length + 1);
+      this.pending.get(token)?.reject(new TransportError(`could not take a reply: ${(error as Error).message}`, { cause: error }));
+    }
+  }
+
+  private takeReply(err: Error | null, msg: Msg): void {
     if (err) return;
     const token = msg.subject.slice(this.inbox.length + 1);
     const pending = this.pending.get(token);
@@ -344,7 +354,7 @@ export async function natsTransport(options: NatsTransportOptions = {}): Promise
   if (!directOff) {
     try {
       const encrypted = busEncrypted(options, connection.servers as string[], nc.info);
-      direct = await DirectPlane.start(options.direct || {}, options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS, encrypted);
+      direct = await DirectPlane.start(options.direct || {}, options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS, options.maxTransferBytes ?? 2 ** 31 - 1, encrypted);
     } catch (error) {
       await nc.close();
       throw new TransportError(`cannot open the direct data port: ${(error as Error).message} (set direct: false to go through NATS only)`, { cause: error });

@@ -93,6 +93,40 @@ test('streaming - a deferred body whose connection breaks is let go', async (t) 
   t.false(written);
 });
 
+test.serial('streaming - a deferred frame queued behind another streamed frame and released by its owner at once is still sent whole', async (t) => {
+  const baseline = tf.memory().numTensors;
+  const { near, received, close } = await socketPair();
+  const writer = new FrameWriter(near);
+  const first = fakeDeferred(9 * 2 ** 20 + 5, 7); // streams through several chunk buffers: the next one waits
+  const x = tf.tidy(() => tf.range(0, 2 ** 19, 1, 'float32').reshape([512, 1024])); // 2 MiB: a deferred frame
+  const frame = defaultCodec.encodeOutgoing({ x });
+  x.dispose();
+  t.false(frame instanceof Uint8Array, 'a frame of 2 MiB is deferred');
+  const second = frame as DeferredBytes;
+  const expected = Buffer.from(second.toBytes());
+  let written = 0;
+  t.true(writer.write(replyHeader(1, REPLY_OK, first.byteLength), first, () => written++));
+  t.true(writer.write(replyHeader(2, REPLY_OK, second.byteLength), second, () => written++));
+  // Its owner is done with it as soon as it is queued (as the call server does after respond).
+  releaseOutgoing(second);
+  const total = 2 * 14 + first.byteLength + second.byteLength;
+  const all = await received(total);
+  t.is(all.length, total);
+  t.true(all.subarray(14, 14 + first.byteLength).equals(Buffer.from(first.toBytes())));
+  t.true(all.subarray(28 + first.byteLength).equals(expected), 'the queued frame arrives whole and intact');
+  for (let i = 0; i < 100 && written < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.is(written, 2);
+  t.is(tf.memory().numTensors, baseline, 'its tensors go once it is written');
+  // Released before it was queued: refused, nothing written.
+  const y = tf.zeros([512, 1024]);
+  const late = defaultCodec.encodeOutgoing({ y });
+  y.dispose();
+  releaseOutgoing(late);
+  t.false(writer.write(replyHeader(3, REPLY_OK, late.byteLength), late));
+  t.is(tf.memory().numTensors, baseline);
+  close();
+});
+
 test.serial('streaming - a reply cut off while it arrives into tensor memory fails its request and leaves no tensors', async (t) => {
   const x = tf.ones([STREAM_MIN_BYTES / 4 + 1024]);
   const frame = defaultCodec.encode([x]);

@@ -12,6 +12,7 @@
 import type * as TfNamespace from '@tensorflow/tfjs';
 import { acquireBuffer } from '../buffer-pool.js';
 import { SerializationError } from '../errors.js';
+import { Owned } from '../owned.js';
 import { tf } from '../tf.js';
 import type { DeferredBytes } from '../transport/transport.js';
 import { inActiveWasmHeap, tensorBytes } from './tensor-data.js';
@@ -46,8 +47,11 @@ export class OutgoingFrame implements DeferredBytes {
   /** Header, envelope and the padding up to the first block. */
   readonly head: Uint8Array;
   private blocks: Block[];
-  private holds = 1;
-  private ownerReleased = false;
+  /** The maker's share: released by {@link release}. */
+  readonly #maker: Owned<OutgoingFrame>;
+  /** Every share still held (the maker's included): a reader may be given a share while one is. */
+  readonly #live = new Set<Owned<OutgoingFrame>>();
+  #freed = false;
   /** Index of the block the last read ended in: reads are mostly sequential. */
   private cursor = 0;
 
@@ -60,10 +64,12 @@ export class OutgoingFrame implements DeferredBytes {
       else block.bytes = tensorBytes(tensor, block.length);
       return block;
     });
+    this.#maker = Owned.own<OutgoingFrame>(this, () => this.free());
+    this.#live.add(this.#maker);
   }
 
   read(position: number, target: Uint8Array): void {
-    if (this.holds === 0) throw new SerializationError('the frame was released before it was sent');
+    if (this.#freed) throw new SerializationError('the frame was released before it was sent');
     const end = position + target.byteLength;
     if (position < 0 || end > this.byteLength) throw new RangeError(`read of [${position}, ${end}) outside a ${this.byteLength}-byte frame`);
     let at = position;
@@ -106,26 +112,46 @@ export class OutgoingFrame implements DeferredBytes {
     return frame;
   }
 
+  /**
+   * A share of the frame for a transport that will read it later (a queued
+   * write, an offer): the tensors stay until every share is released. Take
+   * it while the frame is held — when the write is queued, not when its turn
+   * comes.
+   * @throws SerializationError when every share was already released.
+   */
+  retain(): Owned<OutgoingFrame> {
+    for (const from of this.#live) {
+      // A share released on its own (not through hold's function) is dropped here.
+      if (!from.held) {
+        this.#live.delete(from);
+        continue;
+      }
+      const share = from.retain();
+      this.#live.add(share);
+      return share;
+    }
+    throw new SerializationError('the frame was released before it was sent');
+  }
+
+  /** {@link DeferredBytes.hold} as a share: the returned function releases it (once). */
   hold(): () => void {
-    if (this.holds === 0) throw new SerializationError('the frame was released before it was sent');
-    this.holds++;
-    let held = true;
-    return () => {
-      if (!held) return;
-      held = false;
-      this.drop();
-    };
+    const share = this.retain();
+    return () => this.drop(share);
   }
 
   /** Its maker is done with it: the tensors it keeps go once no transport reads it either. */
   release(): void {
-    if (this.ownerReleased) return;
-    this.ownerReleased = true;
-    this.drop();
+    this.drop(this.#maker);
   }
 
-  private drop(): void {
-    if (--this.holds > 0) return;
+  /** Gives up `share` (a no-op the second time). */
+  private drop(share: Owned<OutgoingFrame>): void {
+    this.#live.delete(share);
+    share.release();
+  }
+
+  private free(): void {
+    this.#freed = true;
     for (const block of this.blocks) block.pin?.dispose();
     this.blocks = [];
   }

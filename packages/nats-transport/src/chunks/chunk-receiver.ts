@@ -61,31 +61,39 @@ export function receiveChunked(
       timer.unref();
     };
     const sub = nc.subscribe(chunkSubject, {
+      // A throw in a NATS callback would stop the connection's reader: a failure here fails this transfer only.
       callback: (err, msg) => {
-        if (!buffer) return;
-        if (err) return fail(err.message);
-        const seq = Number(msg.headers?.get(H_SEQ));
-        if (seq !== expected) return fail(`chunk ${expected} was lost (got ${seq})`);
-        if (received + msg.data.byteLength > size) return fail('more bytes than announced');
-        buffer.set(msg.data, received);
-        received += msg.data.byteLength;
-        expected++;
-        if (received === size) {
-          clearTimeout(timer);
-          sub.unsubscribe();
-          const done = buffer;
-          buffer = undefined;
-          markReceived(done);
-          resolve(done);
-          return;
-        }
-        arm();
-        if (++sinceGrant >= Math.ceil(window / 2)) {
-          pull({ s: chunkSubject, c: sinceGrant });
-          sinceGrant = 0;
+        try {
+          onChunk(err, msg);
+        } catch (error) {
+          if (buffer) fail(`could not take a chunk: ${(error as Error).message}`);
         }
       },
     });
+    function onChunk(err: Error | null, msg: Msg): void {
+      if (!buffer) return;
+      if (err) return fail(err.message);
+      const seq = Number(msg.headers?.get(H_SEQ));
+      if (seq !== expected) return fail(`chunk ${expected} was lost (got ${seq})`);
+      if (received + msg.data.byteLength > size) return fail('more bytes than announced');
+      buffer.set(msg.data, received);
+      received += msg.data.byteLength;
+      expected++;
+      if (received === size) {
+        clearTimeout(timer);
+        sub.unsubscribe();
+        const done = buffer;
+        buffer = undefined;
+        markReceived(done);
+        resolve(done);
+        return;
+      }
+      arm();
+      if (++sinceGrant >= Math.ceil(window / 2)) {
+        pull({ s: chunkSubject, c: sinceGrant });
+        sinceGrant = 0;
+      }
+    }
     arm();
     if (size === 0) {
       clearTimeout(timer);

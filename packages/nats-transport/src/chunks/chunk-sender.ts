@@ -3,7 +3,7 @@
  * serves each receiver's pulls with at most `credit` chunks ahead.
  * @module
  */
-import { headers, type MsgHdrs, type NatsConnection, type Subscription } from 'nats';
+import { headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from 'nats';
 import { TransportError } from '@tensorbus/core';
 import type { Offered } from '../direct/direct-server.js';
 import { H_DIRECT, H_ROUTE } from '../direct/direct-protocol.js';
@@ -90,35 +90,46 @@ export function sendChunked(
     }
   };
   sub = nc.subscribe(pullSubject, {
+    // A throw in a NATS callback would stop the connection's reader: a failure here fails this transfer only.
     callback: (err, msg) => {
-      if (err || settled) return;
-      let pull: PullMessage;
       try {
-        pull = JSON.parse(new TextDecoder().decode(msg.data)) as PullMessage;
-      } catch {
-        return;
+        onPull(err, msg);
+      } catch (error) {
+        finish(new TransportError(`chunked transfer ${transferId} to '${subject}' failed: ${(error as Error).message}`));
       }
-      if (typeof pull.s !== 'string') return;
-      touch();
-      if (pull.done === true) {
-        // Only an offer with one receiver has `fetched` (see DirectPlane.offer).
-        direct?.fetched?.();
-        deliveredOnce = true;
-        if (!keepForMore) finish();
-        else resolveDelivered();
-        return;
-      }
-      if (pull.abort !== undefined) {
-        pullers.delete(pull.s);
-        if (!keepForMore) finish(new TransportError(`the receiver of a ${data.byteLength}-byte transfer to '${subject}' gave up: ${pull.abort}`));
-        return;
-      }
-      let puller = pullers.get(pull.s);
-      if (!puller) pullers.set(pull.s, (puller = { next: 0, credit: 0 }));
-      puller.credit += Math.max(0, Math.min(pull.c ?? DEFAULT_WINDOW, 1_024));
-      pump(pull.s, puller);
     },
   });
+  function onPull(err: Error | null, msg: Msg): void {
+    if (err || settled) return;
+    let pull: PullMessage;
+    try {
+      pull = JSON.parse(new TextDecoder().decode(msg.data)) as PullMessage;
+    } catch {
+      return;
+    }
+    if (typeof pull.s !== 'string') return;
+    touch();
+    if (pull.done === true) {
+      // Only an offer with one receiver has `fetched` (see DirectPlane.offer).
+      direct?.fetched?.();
+      deliveredOnce = true;
+      if (!keepForMore) finish();
+      else resolveDelivered();
+      return;
+    }
+    if (pull.abort !== undefined) {
+      pullers.delete(pull.s);
+      if (!keepForMore) finish(new TransportError(`the receiver of a ${data.byteLength}-byte transfer to '${subject}' gave up: ${pull.abort}`));
+      return;
+    }
+    let puller = pullers.get(pull.s);
+    if (!puller) pullers.set(pull.s, (puller = { next: 0, credit: 0 }));
+    const credit = Number(pull.c ?? DEFAULT_WINDOW);
+    puller.credit += Number.isFinite(credit) ? Math.max(0, Math.min(credit, 1_024)) : 0;
+    // Bounded: a puller's credit never exceeds what the transfer has left.
+    puller.credit = Math.min(puller.credit, chunks);
+    pump(pull.s, puller);
+  }
   const h: MsgHdrs = headers();
   h.set(H_TRANSFER, transferId);
   h.set(H_SIZE, String(data.byteLength));

@@ -87,10 +87,7 @@ export class DirectCaller {
   streamedReceived = 0;
   // Calls may take any time: no stall timeout; a dead responder closes the connection,
   // and its segments are no longer kept mapped here.
-  private readonly pool = new ConnectionPool(undefined, (_endpoint, connection) => {
-    const responder = this.responders.get(connection);
-    if (responder) this.segments?.forgetProcess(responder.pid);
-  });
+  private readonly pool: ConnectionPool;
   private readonly self = hostId();
   /** Data ports whose process cannot map this one's segments. */
   private readonly noSharedMemory = new Set<string>();
@@ -104,11 +101,20 @@ export class DirectCaller {
    * @param offer offers a large payload on this process's data port (for the
    *   responder to pull), or undefined to send it inline
    * @param segments shared memory, when this process has it
+   * @param maxReplyBytes a reply declared larger fails its call, unallocated
+   * @param idleCloseMs connections with nothing under way for this long are closed (0: never)
    */
   constructor(
     private readonly offer: (data: Payload, onServed: () => void) => Offered | undefined = () => undefined,
     private readonly segments?: SharedSegments,
-  ) {}
+    maxReplyBytes = 2 ** 31 - 1,
+    idleCloseMs = 0,
+  ) {
+    this.pool = new ConnectionPool(undefined, (_endpoint, connection) => {
+      const responder = this.responders.get(connection);
+      if (responder) this.segments?.forgetProcess(responder.pid);
+    }, maxReplyBytes, idleCloseMs);
+  }
 
   /** True when `route` can be used from here (a loopback endpoint only on the same host). */
   usable(route: DirectOffer): boolean {
@@ -200,10 +206,15 @@ export class DirectCaller {
       // The request ran: whatever is wrong with its reply, it must not be sent again.
       if (!replyRef) throw new TransportError(`the responder of '${subject}' sent a malformed shared-memory reply`);
       this.calls++;
-      const giveBack = () => connection.send(releaseFrame(replyRef));
       // Only the responder's own memory is mapped: a reply naming a third process's segment is refused.
       let responder = this.responders.get(connection);
       if (responder === undefined) this.responders.set(connection, (responder = provePeer(connection.ends, replyRef.pid) ?? null));
+      // Counted until given back: the connection is not idle while the responder's memory is read here.
+      const returned = connection.borrow();
+      const giveBack = () => {
+        returned();
+        connection.send(releaseFrame(replyRef));
+      };
       try {
         if (responder?.pid !== replyRef.pid) throw new Error(`process ${replyRef.pid} is not the responder at the other end`);
         const reply = this.segments!.receive(replyRef, giveBack, responder);

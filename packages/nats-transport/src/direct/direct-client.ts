@@ -18,9 +18,12 @@ export class DirectClient {
   private readonly failedUntil = new Map<string, number>();
   private readonly pool: ConnectionPool;
 
-  /** @param stallTimeoutMs a fetch that makes no progress for this long fails */
-  constructor(stallTimeoutMs: number) {
-    this.pool = new ConnectionPool(stallTimeoutMs, (endpoint) => this.failedUntil.set(endpoint, Date.now() + FAILED_ENDPOINT_PAUSE_MS));
+  /**
+   * @param stallTimeoutMs a fetch that makes no progress for this long fails
+   * @param idleCloseMs connections with nothing under way for this long are closed
+   */
+  constructor(stallTimeoutMs: number, idleCloseMs = 0) {
+    this.pool = new ConnectionPool(stallTimeoutMs, (endpoint) => this.failedUntil.set(endpoint, Date.now() + FAILED_ENDPOINT_PAUSE_MS), undefined, idleCloseMs);
   }
 
   /** True when `offer` can be tried from here (a loopback endpoint only on the same host). */
@@ -30,9 +33,13 @@ export class DirectClient {
     return until === undefined || until < Date.now();
   }
 
-  /** Fetches the payload of `offer`, of `size` bytes; rejects with TransportError on any failure. */
+  /**
+   * Fetches the payload of `offer`, of `size` bytes (checked against the
+   * limit by the caller); rejects with TransportError on any failure. A reply
+   * of any other size fails the fetch before anything is allocated for it.
+   */
   async fetch(offer: DirectOffer, size: number): Promise<Uint8Array> {
-    const { status, data } = await this.pool.get(offer.host, offer.port).request((id) => getFrame(id, offer.token));
+    const { status, data } = await this.pool.get(offer.host, offer.port).request((id) => getFrame(id, offer.token), undefined, undefined, { exact: size });
     if (status !== REPLY_OK || data.byteLength !== size) {
       releaseBuffer(data);
       throw new TransportError(status !== REPLY_OK ? 'the sender no longer offers this payload' : `the offer announced ${size} bytes but carries ${data.byteLength}`);

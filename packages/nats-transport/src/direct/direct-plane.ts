@@ -10,7 +10,7 @@ import { SharedSegments } from '../shm/shared-segments.js';
 import { loadShm } from '../shm/shm-native.js';
 import { DirectCaller, RouteUnavailableError } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
-import { isLoopback, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
+import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, isLoopback, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
 import { DirectServer, type Offered, type Route, type RouteHandler } from './direct-server.js';
 
 /** Counts of what went beside the bus (for tests and the benchmark). */
@@ -64,27 +64,33 @@ export class DirectPlane {
 
   private constructor(
     private readonly server: DirectServer,
-    idleTimeoutMs: number,
+    stallTimeoutMs: number,
     segments: SharedSegments | undefined,
+    maxTransferBytes: number,
+    connectionIdleMs: number,
     /** Only loopback endpoints, in both directions (the bus is encrypted and this plane is not). */
     private readonly confined: boolean,
   ) {
-    this.client = new DirectClient(idleTimeoutMs);
+    // Closed before a port would close them as idle, so a request never races that close.
+    const idleCloseMs = Math.floor(connectionIdleMs * CLIENT_IDLE_MARGIN);
+    this.client = new DirectClient(stallTimeoutMs, idleCloseMs);
     // Large direct requests are offered for the responder to pull into its own buffer.
     const offer = (data: Payload, onServed: () => void) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined);
-    this.caller = new DirectCaller(offer, segments);
+    this.caller = new DirectCaller(offer, segments, maxTransferBytes, idleCloseMs);
     server.useFetcher((offer, size) => this.client.fetch(offer, size));
     if (segments) server.useSharedMemory(segments);
   }
 
   /**
-   * Opens the data port; `idleTimeoutMs` fails a fetch that makes no progress.
+   * Opens the data port; `stallTimeoutMs` fails a fetch that makes no
+   * progress; nothing larger than `maxTransferBytes` is taken, in either
+   * direction, before it is allocated.
    * `confined` (the NATS connection uses TLS): the direct plane is plaintext,
    * so it stays on this host — the port listens and is announced on loopback
    * only, whatever `options` say, and only loopback endpoints are used; calls
    * and payloads between hosts go through the encrypted bus.
    */
-  static async start(options: DirectOptions, idleTimeoutMs: number, confined = false): Promise<DirectPlane> {
+  static async start(options: DirectOptions, stallTimeoutMs: number, maxTransferBytes = 2 ** 31 - 1, confined = false): Promise<DirectPlane> {
     const segments = options.sharedMemory === false ? undefined : processSegments();
     let listen = options;
     if (confined && !(isLoopback(options.host ?? '127.0.0.1') && isLoopback(options.advertise ?? options.host ?? '127.0.0.1'))) {
@@ -93,7 +99,8 @@ export class DirectPlane {
         process.stderr.write(`[tensorbus] NATS uses TLS and the direct data plane does not: its port listens on 127.0.0.1 only, not ${options.host ?? ''}${options.advertise ? ` (advertised ${options.advertise})` : ''}; calls between hosts go through NATS\n`);
       }
     }
-    return new DirectPlane(await DirectServer.start(listen), idleTimeoutMs, segments, confined);
+    const server = await DirectServer.start({ ...listen, maxRequestBytes: options.maxRequestBytes ?? maxTransferBytes });
+    return new DirectPlane(server, stallTimeoutMs, segments, maxTransferBytes, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, confined);
   }
 
   /** True when `endpoint` may be used from here (under TLS, loopback only: nothing crosses the network in clear). */

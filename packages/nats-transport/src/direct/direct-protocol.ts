@@ -55,6 +55,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readlinkSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 
 /** Header of an announcement that offers a direct fetch. */
@@ -140,7 +141,31 @@ export interface DirectOptions {
    * built, see scripts/build-native.mjs; `TENSORBUS_SHM=0` turns it off).
    */
   sharedMemory?: boolean;
+  /**
+   * Connections the data port holds at once (default 256). At the limit, a
+   * new connection replaces the oldest one that has not yet sent a whole
+   * request, or is refused.
+   */
+  maxConnections?: number;
+  /** A data-port connection with nothing under way for this long is closed, ms (default 60 s). */
+  idleTimeoutMs?: number;
+  /** A data-port connection that has not sent a whole first request by then is closed, ms (default 5 s). */
+  firstRequestTimeoutMs?: number;
+  /**
+   * Largest request body the data port takes (default: the transport's
+   * `maxTransferBytes`); a connection that declares more is dropped.
+   */
+  maxRequestBytes?: number;
 }
+
+/** Default limit of connections a data port holds at once. */
+export const DEFAULT_MAX_CONNECTIONS = 256;
+/** Default idle time after which a data-port connection is closed, ms. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
+/** Default time a new data-port connection has to send a whole first request, ms. */
+export const DEFAULT_FIRST_REQUEST_TIMEOUT_MS = 5_000;
+/** A requester closes its own idle connections this much before the port would, so a request never races the port's close. */
+export const CLIENT_IDLE_MARGIN = 0.75;
 
 /** Where and what to fetch, as announced. */
 export interface DirectOffer {
@@ -191,7 +216,32 @@ export function parseOffer(value: string | undefined): DirectOffer | undefined {
   if (!match) return undefined;
   const port = Number(match[3]);
   if (port < 1 || port > 65_535) return undefined;
-  return { hostId: match[1]!, host: match[2]!.replace(/^\[|\]$/g, ''), port, token: Buffer.from(match[4]!, 'hex') };
+  const host = match[2]!.replace(/^\[|\]$/g, '');
+  if (!connectable(host)) return undefined;
+  return { hostId: match[1]!, host, port, token: Buffer.from(match[4]!, 'hex') };
+}
+
+/**
+ * True for an address a data port can be reached at: a unicast IP address,
+ * or a host name. Not "any" (0.0.0.0, ::), 0.0.0.0/8, broadcast or
+ * multicast: an offer naming one is malformed, and nothing connects to it.
+ */
+export function connectable(host: string): boolean {
+  const family = isIP(host);
+  if (family === 4) {
+    const [a] = host.split('.').map(Number) as [number];
+    return a !== 0 && !(a >= 224) /* multicast 224/4, reserved 240/4, broadcast */;
+  }
+  if (family === 6) {
+    const lower = host.toLowerCase();
+    if (lower.startsWith('ff')) return false; // multicast
+    // The unspecified address in any spelling (::, 0:0:…:0), and IPv4-mapped forms of the refused IPv4 ones.
+    if (/^[0:]+$/.test(lower)) return false;
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+    return !mapped || connectable(mapped[1]!);
+  }
+  // A host name: letters, digits, dots and dashes only (nothing a resolver would read otherwise).
+  return host.length <= 253 && /^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(host);
 }
 
 /** True for addresses that mean "this machine". */

@@ -10,6 +10,9 @@ import { segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/sh
 import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
   DEFAULT_DIRECT_MIN_BYTES,
+  DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_CONNECTIONS,
   formatOffer,
   hostId,
   newToken,
@@ -31,6 +34,21 @@ export type Fetcher = (offer: DirectOffer, size: number) => Promise<Uint8Array>;
 
 /** Handles a request that came over a direct route; `respond` answers it (once). */
 export type RouteHandler = (data: Uint8Array, respond: (answer: Payload) => boolean) => void;
+
+const EMPTY = new Uint8Array(0);
+
+/** What the port keeps of one connection to decide when to close it. */
+interface ConnState {
+  parser: RequestParser;
+  /** It has sent a whole request. */
+  spoke: boolean;
+  /** Bytes arrived since the last sweep. */
+  active: boolean;
+  /** When it was last seen active or busy, ms. */
+  since: number;
+  /** Requests under way (handlers not yet answered, payloads being pulled, requests still mapped). */
+  busy: number;
+}
 
 /** Gives back `payload`'s memory if it is the transport's (bytes); a deferred frame stays its maker's. */
 function releaseSent(payload: Payload): void {
@@ -78,12 +96,22 @@ export class DirectServer {
    * cannot make this process search /proc again and again).
    */
   private readonly peers = new WeakMap<Socket, PeerProcess | null>();
+  private readonly conns = new Map<Socket, ConnState>();
+  private readonly maxConnections: number;
+  private readonly idleTimeoutMs: number;
+  private readonly firstRequestTimeoutMs: number;
+  private readonly maxRequestBytes: number;
+  private sweeper: NodeJS.Timeout | undefined;
   private port = 0;
   private fetcher: Fetcher | undefined;
   private segments: SharedSegments | undefined;
 
   private constructor(private readonly server: Server, private readonly advertise: string, options: DirectOptions) {
     this.minBytes = options.minBytes ?? DEFAULT_DIRECT_MIN_BYTES;
+    this.maxConnections = Math.max(1, options.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
+    this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    this.firstRequestTimeoutMs = options.firstRequestTimeoutMs ?? DEFAULT_FIRST_REQUEST_TIMEOUT_MS;
+    this.maxRequestBytes = options.maxRequestBytes ?? 2 ** 31 - 1;
     server.on('connection', (socket) => this.serve(socket));
     // A data port must not keep its process alive.
     server.unref();
@@ -146,6 +174,8 @@ export class DirectServer {
     this.offers.clear();
     this.routes.clear();
     for (const socket of this.sockets.keys()) socket.destroy();
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
     this.server.close();
   }
 
@@ -156,24 +186,41 @@ export class DirectServer {
   }
 
   private serve(socket: Socket): void {
+    socket.on('error', () => undefined);
+    if (this.conns.size >= this.maxConnections && !this.evictSilent()) {
+      // Full of connections that all speak: this one waits for a free place (the requester retries later).
+      socket.destroy();
+      return;
+    }
     const lent = new Map<string, Uint8Array>();
     this.sockets.set(socket, lent);
     this.writers.set(socket, new FrameWriter(socket));
     socket.unref();
     socket.setNoDelay(true);
-    const parser = new RequestParser((request) => this.dispatch(socket, request));
+    const parser = new RequestParser(
+      (request) => {
+        conn.spoke = true;
+        this.dispatch(socket, request);
+      },
+      // Checked before a call's body is buffered: no memory for a call without a route.
+      (token, subject) => this.routes.get(token)?.subject === subject,
+      this.maxRequestBytes,
+    );
+    const conn: ConnState = { parser, spoke: false, active: true, since: Date.now(), busy: 0 };
+    this.conns.set(socket, conn);
+    this.sweepSoon();
     socket.on('data', (chunk: Buffer) => {
+      conn.active = true;
       try {
         parser.feed(chunk);
       } catch {
-        // Not our protocol: drop the connection, keep the process.
-        parser.close();
+        // Not our protocol, too large, or a failure while handling it: drop the connection, keep the process.
         socket.destroy();
       }
     });
-    socket.on('error', () => undefined);
     socket.on('close', () => {
       parser.close();
+      this.conns.delete(socket);
       this.sockets.delete(socket);
       // The requester is gone: nothing it was lent can still be read through this connection.
       for (const answer of lent.values()) releaseBuffer(answer);
@@ -181,6 +228,42 @@ export class DirectServer {
       const peer = this.peers.get(socket);
       if (peer) this.segments?.forgetProcess(peer.pid);
     });
+  }
+
+  /** Closes the oldest connection that has not sent a whole request yet; false when every one has. */
+  private evictSilent(): boolean {
+    for (const [socket, conn] of this.conns) {
+      if (conn.spoke) continue;
+      socket.destroy();
+      this.conns.delete(socket);
+      return true;
+    }
+    return false;
+  }
+
+  /** Runs the sweep of idle and silent connections while there are connections. */
+  private sweepSoon(): void {
+    if (this.sweeper) return;
+    const period = Math.max(10, Math.min(1_000, this.firstRequestTimeoutMs / 4, this.idleTimeoutMs / 4));
+    this.sweeper = setInterval(() => this.sweep(), period);
+    this.sweeper.unref();
+  }
+
+  /** Closes connections that never sent a whole request in time, and those idle too long with nothing under way. */
+  private sweep(): void {
+    const now = Date.now();
+    for (const [socket, conn] of this.conns) {
+      if (conn.active || conn.busy > 0 || conn.parser.midBody || socket.writableLength > 0 || (this.sockets.get(socket)?.size ?? 0) > 0) {
+        conn.active = false;
+        conn.since = now;
+        continue;
+      }
+      if (now - conn.since >= (conn.spoke ? this.idleTimeoutMs : this.firstRequestTimeoutMs)) socket.destroy();
+    }
+    if (this.conns.size === 0) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+    }
   }
 
   private dispatch(socket: Socket, request: DirectRequest): void {
@@ -193,27 +276,45 @@ export class DirectServer {
       }
       return;
     }
+    if (request.op === 'refused') {
+      this.reply(socket, request.id, REPLY_NO_ROUTE, EMPTY);
+      return;
+    }
     if (request.op === 'get') {
       const offered = this.offers.get(request.token);
-      if (!offered) return this.reply(socket, request.id, REPLY_NO_ROUTE, new Uint8Array(0));
+      if (!offered) {
+        this.reply(socket, request.id, REPLY_NO_ROUTE, EMPTY);
+        return;
+      }
       this.served++;
       // Written from the offerer's memory as it is: no copy.
-      return this.reply(socket, request.id, REPLY_OK, offered.data, offered.onServed);
+      this.reply(socket, request.id, REPLY_OK, offered.data, offered.onServed);
+      return;
     }
     const route = this.routes.get(request.token);
     const offer = request.op === 'pulled' ? parseOffer(request.offer) : undefined;
-    if (!route || route.subject !== request.subject || (request.op === 'pulled' && (!offer || !this.fetcher))) {
+    const refused = !route || route.subject !== request.subject
+      || (request.op === 'pulled' && (!offer || !this.fetcher || request.size > this.maxRequestBytes));
+    if (refused) {
       if (request.op === 'call') releaseBuffer(request.data);
-      this.reply(socket, request.id, REPLY_NO_ROUTE, new Uint8Array(0));
+      this.reply(socket, request.id, REPLY_NO_ROUTE, EMPTY);
       return;
     }
     if (request.op === 'call') return this.handle(socket, request.id, route.handler, request.data);
     if (request.op === 'shm') return this.handleShared(socket, request.id, route.handler, request.ref);
     // Not delivered until the payload is here: a failed pull lets the requester take the bus.
+    const conn = this.conns.get(socket);
+    if (conn) conn.busy++;
     this.fetcher!(offer!, request.size).then(
-      (data) => this.handle(socket, request.id, route.handler, data),
-      () => this.reply(socket, request.id, REPLY_NO_ROUTE, new Uint8Array(0)),
-    );
+      (data) => {
+        if (conn) conn.busy--;
+        this.handle(socket, request.id, route.handler, data);
+      },
+      () => {
+        if (conn) conn.busy--;
+        this.reply(socket, request.id, REPLY_NO_ROUTE, EMPTY);
+      },
+    ).catch(() => socket.destroy());
   }
 
   /**
@@ -247,10 +348,14 @@ export class DirectServer {
     this.calls++;
     // Only the handler's decoder reads these bytes: it may reuse them.
     markReceived(data);
+    const conn = this.conns.get(socket);
+    // Under way until answered; a request in the requester's memory also until it is given back.
+    if (conn) conn.busy += shared ? 2 : 1;
     let answered = false;
     handler(data, (answer) => {
       if (answered || socket.destroyed) return false;
       answered = true;
+      if (conn) conn.busy--;
       const { data: whole, ref } = shared && this.segments ? this.segments.place(answer) : { data: answer, ref: undefined };
       if (ref) {
         // Lent to the requester until it gives the segment back (or the connection closes).
@@ -259,22 +364,24 @@ export class DirectServer {
         return true;
       }
       // The transport owns the bytes it sends: once the socket has them, their memory can be reused.
-      this.reply(socket, id, REPLY_OK, whole, () => releaseSent(whole));
-      return true;
+      // (A deferred frame is shared by the writer now, while its maker holds it.)
+      return this.reply(socket, id, REPLY_OK, whole, () => releaseSent(whole));
     });
   }
 
   /** Tells the requester its segment `ref` is no longer read here. */
   private giveBack(socket: Socket, ref: SegmentRef): void {
+    const conn = this.conns.get(socket);
+    if (conn && conn.busy > 0) conn.busy--;
     if (!socket.destroyed) this.reply(socket, 0, REPLY_RELEASE, segmentRefBytes(ref));
   }
 
   /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */
-  private reply(socket: Socket, id: number, status: number, body: Payload, onWritten?: () => void): void {
+  private reply(socket: Socket, id: number, status: number, body: Payload, onWritten?: () => void): boolean {
     const written = body instanceof Uint8Array ? onWritten : () => {
       this.streamedSent++;
       onWritten?.();
     };
-    this.writers.get(socket)?.write(replyHeader(id, status, body.byteLength), body, written);
+    return this.writers.get(socket)?.write(replyHeader(id, status, body.byteLength), body, written) ?? false;
   }
 }

@@ -4,10 +4,15 @@
  * as they are sent) is copied piece by piece into a few chunk buffers, each
  * refilled once the socket has taken it, so a 400 MB reply needs 8 MiB of
  * buffers instead of 400 MB. Frames that come while one streams wait for it.
+ *
+ * A deferred body is taken as an owned share (`Owned`, core's owned.ts) when
+ * `write` is called — while its maker surely holds it — not when its turn
+ * comes: its maker may release it as soon as `write` returns.
  * @module
  */
 import type { Socket } from 'node:net';
 import type { DeferredBytes, Payload } from '@tensorbus/core';
+import { Owned } from '@tensorbus/core/internal';
 
 /** Bodies below this go out in one write with their header. */
 const COALESCE_BYTES = 64 * 1024;
@@ -15,24 +20,55 @@ const COALESCE_BYTES = 64 * 1024;
 const CHUNK_BYTES = 4 * 2 ** 20;
 const CHUNKS = 2;
 
+/** A frame waiting for the one that streams: its body is already owned. */
+interface Queued {
+  header: Buffer;
+  body: Uint8Array | Owned<DeferredBytes>;
+  onWritten: (() => void) | undefined;
+}
+
+/** A share of `body` for this writer: released once written, or once the connection fails. */
+function share(body: DeferredBytes): Owned<DeferredBytes> {
+  return Owned.own(body, body.hold());
+}
+
 /** The reply frames of one connection. */
 export class FrameWriter {
   private streaming = false;
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Queued[] = [];
   private chunks: Uint8Array[] | undefined;
 
   constructor(private readonly socket: Socket) {}
 
-  /** Writes `header` then `body`; `onWritten` is told once the socket has taken all of it. */
-  write(header: Buffer, body: Payload, onWritten?: () => void): void {
-    if (this.streaming) {
-      this.waiting.push(() => this.write(header, body, onWritten));
-      return;
+  /**
+   * Writes `header` then `body`; `onWritten` is told once the socket has
+   * taken all of it. Returns false (and writes nothing) when a deferred body
+   * can no longer be read (its maker released it already).
+   */
+  write(header: Buffer, body: Payload, onWritten?: () => void): boolean {
+    let owned: Uint8Array | Owned<DeferredBytes>;
+    try {
+      owned = body instanceof Uint8Array ? body : share(body);
+    } catch {
+      return false;
     }
+    if (this.streaming || this.socket.destroyed) {
+      if (this.socket.destroyed) {
+        if (!(owned instanceof Uint8Array)) owned.release();
+        return true;
+      }
+      this.waiting.push({ header, body: owned, onWritten });
+      return true;
+    }
+    this.start({ header, body: owned, onWritten });
+    return true;
+  }
+
+  private start({ header, body, onWritten }: Queued): void {
+    if (!(body instanceof Uint8Array)) return this.stream(header, body, onWritten);
     const written = (error?: Error | null) => {
       if (!error) onWritten?.();
     };
-    if (!(body instanceof Uint8Array)) return this.stream(header, body, onWritten);
     if (body.byteLength < COALESCE_BYTES) {
       this.socket.write(Buffer.concat([header, body]), written);
       return;
@@ -43,9 +79,26 @@ export class FrameWriter {
     this.socket.uncork();
   }
 
-  private stream(header: Buffer, body: DeferredBytes, onWritten: (() => void) | undefined): void {
+  /** Starts the frames that waited, until one streams again; a failure drops the connection. */
+  private next(): void {
+    while (!this.streaming && this.waiting.length > 0) {
+      const queued = this.waiting.shift()!;
+      if (this.socket.destroyed) {
+        if (!(queued.body instanceof Uint8Array)) queued.body.release();
+        continue;
+      }
+      try {
+        this.start(queued);
+      } catch {
+        // Runs in a socket callback: fail the connection, never the process.
+        this.socket.destroy();
+      }
+    }
+  }
+
+  private stream(header: Buffer, owned: Owned<DeferredBytes>, onWritten: (() => void) | undefined): void {
     this.streaming = true;
-    const letGo = body.hold();
+    const body = owned.value;
     this.chunks ??= Array.from({ length: CHUNKS }, () => new Uint8Array(CHUNK_BYTES));
     const free = [...this.chunks];
     let position = 0;
@@ -54,10 +107,18 @@ export class FrameWriter {
     const finish = (ok: boolean) => {
       if (done) return;
       done = true;
-      letGo();
+      owned.release();
       this.streaming = false;
-      if (ok) onWritten?.();
-      for (const next of this.waiting.splice(0)) next();
+      if (ok) {
+        try {
+          onWritten?.();
+        } catch {
+          // The owner's bookkeeping failed: the frame was written; go on.
+        }
+      } else {
+        this.socket.destroy();
+      }
+      this.next();
     };
     const pump = () => {
       while (!done && free.length > 0 && position < body.byteLength) {
@@ -66,8 +127,7 @@ export class FrameWriter {
         try {
           body.read(position, piece);
         } catch {
-          // The frame cannot be read (it should be held): the connection cannot stay in step.
-          this.socket.destroy();
+          // The frame cannot be read: the connection cannot stay in step.
           return finish(false);
         }
         position += piece.byteLength;

@@ -10,7 +10,7 @@ import { TransportError, type FrameSink } from '@tensorbus/core';
 import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
 import type { SocketEnds } from '../shm/socket-peer.js';
-import { OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE } from './direct-protocol.js';
+import { OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE, REPLY_SHM } from './direct-protocol.js';
 
 /** How long a connection may take to open, ms. */
 const CONNECT_TIMEOUT_MS = 2_000;
@@ -21,6 +21,21 @@ const COALESCE_BYTES = 64 * 1024;
 export interface PeerReply {
   status: number;
   data: Uint8Array;
+}
+
+/**
+ * How large a request's reply may be: exactly `exact` bytes (a fetch knows
+ * the size it was announced), or at most `max`. A reply of another size fails
+ * its request before anything is allocated for it.
+ */
+export interface ReplyLimit {
+  exact?: number;
+  max?: number;
+}
+
+/** A reply declared a size its request does not accept. */
+export class ReplySizeError extends TransportError {
+  override readonly name = 'ReplySizeError';
 }
 
 /** Offered a reply's size; returns where its bytes go, or undefined for a buffer of their own. */
@@ -40,7 +55,11 @@ interface Pending {
   resolve(reply: PeerReply): void;
   reject(error: Error): void;
   replySink?: ReplySinkFactory;
+  limit?: ReplyLimit;
 }
+
+/** Bytes read at a time while passing over a refused reply. */
+const DISCARD_BYTES = 64 * 1024;
 
 /** A pooled connection; requests are answered in any order. */
 export class PeerConnection {
@@ -56,6 +75,11 @@ export class PeerConnection {
   private sink: FrameSink | undefined;
   private sinkBytes = 0;
   private got = 0;
+  /** Bytes of a refused reply still to pass over (read into `discardBuffer`, kept nowhere). */
+  private discard = 0;
+  private discardBuffer: Uint8Array | undefined;
+  /** Replies received in the peer's shared memory and not yet given back. */
+  private borrowed = 0;
   private nextId = 0;
   private connected = false;
   private stallTimer: NodeJS.Timeout | undefined;
@@ -71,7 +95,9 @@ export class PeerConnection {
     host: string,
     port: number,
     private readonly stallTimeoutMs: number | undefined,
-    private readonly onBroken: () => void,
+    private readonly onBroken: (idle: boolean) => void,
+    private readonly maxReplyBytes = 2 ** 31 - 1,
+    idleCloseMs = 0,
   ) {
     this.socket = connect({ host, port, noDelay: true, onread: { buffer: () => this.nextBuffer(), callback: (n: number) => this.onRead(n) } });
     this.socket.unref();
@@ -83,6 +109,13 @@ export class PeerConnection {
     });
     this.socket.on('error', (error) => this.fail(`failed: ${error.message}`));
     this.socket.on('close', () => this.fail('closed'));
+    if (idleCloseMs > 0) {
+      // Closed here before the port closes it (see CLIENT_IDLE_MARGIN), so no request races that close.
+      this.socket.setTimeout(idleCloseMs, () => {
+        if (this.pending.size === 0 && this.lent.size === 0 && this.borrowed === 0) this.fail('was idle', true);
+        else this.socket.setTimeout(idleCloseMs);
+      });
+    }
   }
 
   /**
@@ -91,12 +124,12 @@ export class PeerConnection {
    * ConnectionLostError if the connection breaks first. A successful reply
    * goes into the sink `replySink` gives, if it gives one.
    */
-  request(head: (id: number) => Buffer, payload?: Uint8Array, replySink?: ReplySinkFactory): Promise<PeerReply> {
+  request(head: (id: number) => Buffer, payload?: Uint8Array, replySink?: ReplySinkFactory, limit?: ReplyLimit): Promise<PeerReply> {
     // Id 0 is the peer's: it gives segments back with it.
     const id = (this.nextId = (this.nextId + 1) >>> 0 || 1);
     const frame = head(id);
     return new Promise<PeerReply>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, replySink });
+      this.pending.set(id, { resolve, reject, replySink, limit });
       this.armStall();
       if (!payload || payload.byteLength < COALESCE_BYTES) {
         this.socket.write(payload ? Buffer.concat([frame, payload]) : frame);
@@ -119,6 +152,16 @@ export class PeerConnection {
     this.lent.set(ref.id, frame);
   }
 
+  /** Counts a reply that lies in the peer's memory until the returned function (idempotent) says it was given back. */
+  borrow(): () => void {
+    this.borrowed++;
+    let out = true;
+    return () => {
+      if (out) this.borrowed--;
+      out = false;
+    };
+  }
+
   /** Takes a lent frame back without releasing it (the peer refused it; the caller still owns it). */
   unlend(ref: SegmentRef): void {
     this.lent.delete(ref.id);
@@ -135,6 +178,7 @@ export class PeerConnection {
 
   private nextBuffer(): Uint8Array {
     if (this.headerGot < REPLY_HEADER_BYTES) return this.header.subarray(this.headerGot);
+    if (this.discard > 0) return (this.discardBuffer ??= new Uint8Array(DISCARD_BYTES)).subarray(0, Math.min(DISCARD_BYTES, this.discard));
     // Asked for right before the socket reads into it (no other code runs between), as a sink's memory must be.
     if (this.sink && this.got < this.sinkBytes) return this.sink.target();
     if (this.target && this.got < this.target.byteLength) return this.target.subarray(this.got);
@@ -143,6 +187,16 @@ export class PeerConnection {
 
   private onRead(n: number): boolean {
     if (this.broken) return false;
+    try {
+      return this.consume(n);
+    } catch (error) {
+      // Runs in a socket callback: whatever went wrong fails this connection, never the process.
+      this.fail(`could not take a reply: ${(error as Error).message}`);
+      return false;
+    }
+  }
+
+  private consume(n: number): boolean {
     this.armStall();
     if (this.headerGot < REPLY_HEADER_BYTES) {
       this.headerGot += n;
@@ -151,11 +205,11 @@ export class PeerConnection {
         this.fail('sent something other than a reply');
         return false;
       }
-      const size = readSize(this.header, 6);
-      this.got = 0;
-      this.sink = this.header[5] === REPLY_OK && size > 0 ? this.pending.get(this.header.readUInt32BE(1))?.replySink?.(size) : undefined;
-      if (this.sink) this.sinkBytes = size;
-      else this.target = acquireBuffer(size);
+      return this.begin(this.header.readUInt32BE(1), this.header[5]!, readSize(this.header, 6));
+    } else if (this.discard > 0) {
+      this.discard -= n;
+      if (this.discard === 0) this.headerGot = 0;
+      return true;
     } else if (this.sink && this.got < this.sinkBytes) {
       this.got += n;
       this.sink.advance(n);
@@ -169,9 +223,55 @@ export class PeerConnection {
     return true;
   }
 
+  /** A reply header arrived: checks its size against what its request accepts before anything is allocated. */
+  private begin(id: number, status: number, size: number): boolean {
+    this.got = 0;
+    const waiting = this.pending.get(id);
+    const problem = id === 0
+      ? (status === REPLY_RELEASE && size === SEGMENT_REF_BYTES ? undefined : 'sent a malformed give-back')
+      : !waiting
+        ? 'answered a request it was not sent'
+        : this.refusal(status, size, waiting.limit);
+    if (problem === 'fail') {
+      // A fetch knows its size: an endpoint that sends another one is broken or hostile.
+      this.fail(`sent a reply of ${size} bytes where ${waiting!.limit!.exact} were announced`);
+      return false;
+    }
+    if (problem) {
+      if (!waiting) {
+        this.fail(problem);
+        return false;
+      }
+      // Only this request fails; the connection stays in step by passing over the bytes.
+      this.pending.delete(id);
+      this.armStall();
+      waiting.reject(new ReplySizeError(`direct reply from ${this.endpoint} refused: ${problem}`));
+      this.discard = size;
+      if (size === 0) this.headerGot = 0;
+      return true;
+    }
+    this.sink = status === REPLY_OK && size > 0 ? waiting?.replySink?.(size) : undefined;
+    if (this.sink) this.sinkBytes = size;
+    else this.target = acquireBuffer(size);
+    if (size === 0) this.settle();
+    return true;
+  }
+
+  /** Why a reply of `size` with `status` is refused ('fail': the connection must go), or undefined. */
+  private refusal(status: number, size: number, limit: ReplyLimit | undefined): string | undefined {
+    if (status !== REPLY_OK) {
+      // Refusals carry nothing; a shared-memory reply carries one reference.
+      if (status === REPLY_SHM ? size === SEGMENT_REF_BYTES : size === 0) return undefined;
+      return limit?.exact !== undefined ? 'fail' : `status ${status} with ${size} bytes`;
+    }
+    if (limit?.exact !== undefined) return size === limit.exact ? undefined : 'fail';
+    const max = Math.min(limit?.max ?? this.maxReplyBytes, this.maxReplyBytes);
+    return size <= max ? undefined : `it declared ${size} bytes; the limit is ${max}`;
+  }
+
   private settle(): void {
     const id = this.header.readUInt32BE(1);
-    const reply = { status: this.header[5]!, data: this.sink ? EMPTY : this.target! };
+    const reply = { status: this.header[5]!, data: this.sink ? EMPTY : (this.target ?? EMPTY) };
     this.headerGot = 0;
     this.target = undefined;
     this.sink = undefined;
@@ -203,7 +303,7 @@ export class PeerConnection {
     this.stallTimer.unref();
   }
 
-  private fail(why: string): void {
+  private fail(why: string, idle = false): void {
     if (this.broken) return;
     this.broken = true;
     clearTimeout(this.stallTimer);
@@ -220,7 +320,7 @@ export class PeerConnection {
     const error = new ConnectionLostError(`direct connection to ${this.endpoint} ${why}`, this.connected);
     for (const waiting of this.pending.values()) waiting.reject(error);
     this.pending.clear();
-    this.onBroken();
+    this.onBroken(idle);
   }
 }
 
@@ -228,10 +328,17 @@ export class PeerConnection {
 export class ConnectionPool {
   private readonly connections = new Map<string, PeerConnection>();
 
-  /** @param onBroken told of the endpoint of each connection that breaks, and the connection */
+  /**
+   * @param onBroken told of the endpoint of each connection that breaks, and the connection
+   *   (not of those closed because they were idle)
+   * @param maxReplyBytes replies larger than this fail their request, unallocated
+   * @param idleCloseMs connections with nothing under way for this long are closed (0: never)
+   */
   constructor(
     private readonly stallTimeoutMs: number | undefined,
     private readonly onBroken: (endpoint: string, connection: PeerConnection) => void = () => undefined,
+    private readonly maxReplyBytes = 2 ** 31 - 1,
+    private readonly idleCloseMs = 0,
   ) {}
 
   /** The connection to `host:port`. */
@@ -239,10 +346,10 @@ export class ConnectionPool {
     const endpoint = `${host}:${port}`;
     let connection = this.connections.get(endpoint);
     if (!connection || connection.broken) {
-      const fresh: PeerConnection = new PeerConnection(endpoint, host, port, this.stallTimeoutMs, () => {
+      const fresh: PeerConnection = new PeerConnection(endpoint, host, port, this.stallTimeoutMs, (idle) => {
         if (this.connections.get(endpoint) === fresh) this.connections.delete(endpoint);
-        this.onBroken(endpoint, fresh);
-      });
+        if (!idle) this.onBroken(endpoint, fresh);
+      }, this.maxReplyBytes, this.idleCloseMs);
       this.connections.set(endpoint, (connection = fresh));
     }
     return connection;

@@ -5,6 +5,7 @@
  * in shared memory, and segments given back.
  * @module
  */
+import { TransportError } from '@tensorbus/core';
 import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
 import { CALL_HEAD_BYTES, GET_BYTES, OP_CALL, OP_CALL_PULLED, OP_CALL_SHM, OP_GET, OP_RELEASE, readSize, TOKEN_BYTES } from './direct-protocol.js';
@@ -13,12 +14,13 @@ import { CALL_HEAD_BYTES, GET_BYTES, OP_CALL, OP_CALL_PULLED, OP_CALL_SHM, OP_GE
 export type DirectRequest =
   | { op: 'get'; id: number; token: string }
   | { op: 'call'; id: number; token: string; subject: string; data: Uint8Array }
+  | { op: 'refused'; id: number }
   | { op: 'pulled'; id: number; token: string; subject: string; offer: string; size: number }
   | { op: 'shm'; id: number; token: string; subject: string; ref: SegmentRef }
   | { op: 'release'; ref: SegmentRef };
 
-/** Payloads of direct calls larger than this are refused (the connection is dropped). */
-const MAX_CALL_BYTES = 2 ** 31 - 1;
+/** Says whether a call on route `token` to `subject` may be taken (its body buffered). */
+export type CallAdmission = (token: string, subject: string) => boolean;
 
 interface Body {
   id: number;
@@ -28,17 +30,45 @@ interface Body {
   got: number;
 }
 
-/** Feeds chunks in, gets requests out; throws on bytes that are not this protocol. */
+/** The request stream is not this protocol, or declares more than the port takes: drop the connection. */
+export class MalformedRequestError extends TransportError {
+  override readonly name = 'MalformedRequestError';
+}
+
+/** Feeds chunks in, gets requests out; throws MalformedRequestError on bytes that are not this protocol. */
 export class RequestParser {
   private pending: Buffer = Buffer.alloc(0);
   private body: Body | undefined;
+  /** Bytes of a refused call's body still to pass over (never buffered). */
+  private skip = 0;
 
-  constructor(private readonly emit: (request: DirectRequest) => void) {}
+  /**
+   * @param admit checked before a call's body is buffered: a call it refuses
+   *   is emitted as `refused` and its body skipped as it arrives
+   * @param maxCallBytes larger declared bodies drop the connection
+   */
+  constructor(
+    private readonly emit: (request: DirectRequest) => void,
+    private readonly admit: CallAdmission = () => true,
+    private readonly maxCallBytes = 2 ** 31 - 1,
+  ) {}
+
+  /** True while a call's body is partly read (the connection is not idle). */
+  get midBody(): boolean {
+    return this.body !== undefined || this.skip > 0;
+  }
 
   /** Consumes `chunk`; throws Error on a malformed stream (drop the connection). */
   feed(chunk: Buffer): void {
     let input: Buffer = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
     for (;;) {
+      if (this.skip > 0) {
+        const n = Math.min(this.skip, input.length);
+        this.skip -= n;
+        input = input.subarray(n);
+        if (this.skip > 0) break;
+        continue;
+      }
       if (this.body) {
         const body = this.body;
         const n = Math.min(body.target.byteLength - body.got, input.length);
@@ -62,15 +92,18 @@ export class RequestParser {
         const headEnd = CALL_HEAD_BYTES + subjectBytes + 8;
         if (input.length < headEnd) break;
         const size = readSize(input, headEnd - 8);
-        if (size > MAX_CALL_BYTES) throw new Error(`direct call of ${size} bytes refused`);
-        this.body = {
-          id: input.readUInt32BE(1),
-          token: input.subarray(5, 5 + TOKEN_BYTES).toString('hex'),
-          subject: input.subarray(CALL_HEAD_BYTES, CALL_HEAD_BYTES + subjectBytes).toString('utf8'),
-          target: acquireBuffer(size),
-          got: 0,
-        };
+        if (size > this.maxCallBytes) throw new MalformedRequestError(`a direct call declared ${size} bytes; the limit is ${this.maxCallBytes}`);
+        const id = input.readUInt32BE(1);
+        const token = input.subarray(5, 5 + TOKEN_BYTES).toString('hex');
+        const subject = input.subarray(CALL_HEAD_BYTES, CALL_HEAD_BYTES + subjectBytes).toString('utf8');
         input = input.subarray(headEnd);
+        // Checked before anything is allocated: a call without a valid route costs no memory.
+        if (!this.admit(token, subject)) {
+          this.skip = size;
+          this.emit({ op: 'refused', id });
+          continue;
+        }
+        this.body = { id, token, subject, target: acquireBuffer(size), got: 0 };
       } else if (op === OP_CALL_PULLED) {
         if (input.length < CALL_HEAD_BYTES) break;
         const subjectEnd = CALL_HEAD_BYTES + input.readUInt16BE(CALL_HEAD_BYTES - 2);
@@ -103,7 +136,7 @@ export class RequestParser {
         this.emit({ op: 'release', ref: readSegmentRef(input, 1) });
         input = input.subarray(1 + SEGMENT_REF_BYTES);
       } else {
-        throw new Error(`unknown op ${op}`);
+        throw new MalformedRequestError(`unknown op ${op}`);
       }
     }
     // Keep what is left (a partial header) on its own, not the whole chunk it sits in.
