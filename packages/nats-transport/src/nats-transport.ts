@@ -187,10 +187,10 @@ export class NatsTransport implements Transport {
           return;
         }
         if (!isAnnouncement(msg)) return deliver(msg, msg.data);
-        this.receiveLarge(msg).then(
-          (data) => deliver(msg, data),
-          (error: unknown) => options.onError?.(error as Error),
-        );
+        // A handler that throws fails that delivery only (told to onError), never the process.
+        this.receiveLarge(msg)
+          .then((data) => deliver(msg, data))
+          .catch((error: unknown) => options.onError?.(error instanceof Error ? error : new Error(String(error))));
       },
     });
     return {

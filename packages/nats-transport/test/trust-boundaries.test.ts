@@ -96,3 +96,31 @@ test('nats - a TLS client certificate the server refuses fails at once with Perm
   const error = await t.throwsAsync(natsTransport({ servers: server.url, direct: false, tls: { ...tls('client'), caFile: `${dir}/other-ca.crt` } }), { instanceOf: TransportError });
   t.regex(error!.message, /verify the server's TLS certificate/);
 });
+
+test('nats - a puller of a chunked transfer gets chunks only on an inbox: it cannot make the sender publish the payload on a subject of its choosing', async (t) => {
+  const server = await startNatsServer({ maxPayload: 64 * 1024 });
+  t.teardown(() => server.stop());
+  const ns = `pull${process.pid}`;
+  const sender = await natsTransport({ servers: server.url, namespace: ns, direct: false });
+  t.teardown(() => sender.close());
+  const raw = await connect({ servers: server.url });
+  t.teardown(() => raw.close());
+  const onVictim: number[] = [];
+  raw.subscribe(`${ns}.tb.call.victim`, { callback: (_, m) => onVictim.push(m.data.byteLength) });
+  const onInbox: number[] = [];
+  raw.subscribe('_INBOX.puller', { callback: (_, m) => onInbox.push(m.data.byteLength) });
+  const announced = new Promise<string>((resolve) => {
+    raw.subscribe(`${ns}.big`, { callback: (_, m) => resolve(m.headers?.get('tb-pull') ?? '') });
+  });
+  await raw.flush();
+  sender.publish('big', new Uint8Array(200 * 1024).fill(7));
+  const pullSubject = await announced;
+  t.regex(pullSubject, /^_INBOX\./);
+  raw.publish(pullSubject, new TextEncoder().encode(JSON.stringify({ s: `${ns}.tb.call.victim`, c: 8 })));
+  raw.publish(pullSubject, new TextEncoder().encode(JSON.stringify({ s: '_INBOX.puller', c: 8 })));
+  await raw.flush();
+  const deadline = Date.now() + 5_000;
+  while (onInbox.length < 4 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.true(onInbox.length >= 4, `the inbox puller got ${onInbox.length} chunks`);
+  t.deepEqual(onVictim, [], 'nothing was published on the subject the puller named');
+});

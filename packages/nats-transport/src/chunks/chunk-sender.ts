@@ -46,6 +46,9 @@ export function sendChunked(
 ): SendOutcome {
   const transferId = `${process.pid}.${++transfers}`;
   const pullSubject = inbox();
+  // Chunks go only to inboxes (the receivers make their chunk subjects as this transport makes its
+  // own): a puller cannot have this sender publish the payload on a subject of its choosing.
+  const inboxPrefix = pullSubject.slice(0, pullSubject.lastIndexOf('.') + 1);
   const chunks = Math.ceil(data.byteLength / chunkSize);
   const pullers = new Map<string, Puller>();
   let settled = false;
@@ -107,7 +110,7 @@ export function sendChunked(
     } catch {
       return;
     }
-    if (typeof pull.s !== 'string') return;
+    if (typeof pull.s !== 'string' || (pull.done !== true && !pull.s.startsWith(inboxPrefix))) return;
     touch();
     if (pull.done === true) {
       // Only an offer with one receiver has `fetched` (see DirectPlane.offer).
