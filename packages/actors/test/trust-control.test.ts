@@ -61,7 +61,7 @@ function signedBy(identity: Identity, fields: Omit<Announcement, 'sk' | 'xk' | '
   return message;
 }
 
-test('control trust - a hello whose worker name carries protocol lines is dropped; every member keeps its view and its calls', async (t) => {
+test.serial('control trust - a hello whose worker name carries protocol lines is dropped; every member keeps its view and its calls', async (t) => {
   const { agents, ns } = await inProcessGroup(t);
   const nc = await attacker(t);
   const evil = inject(`${ns}.tb.call.a`);
@@ -74,7 +74,7 @@ test('control trust - a hello whose worker name carries protocol lines is droppe
   t.true(agents.every((agent) => agent.membership.dropped >= 2), 'each member counted both');
 });
 
-test('control trust - a query answers only on status subjects: an injected or foreign reply subject gets nothing', async (t) => {
+test.serial('control trust - a query answers only on status subjects: an injected or foreign reply subject gets nothing', async (t) => {
   const { agents, ns } = await inProcessGroup(t);
   const nc = await attacker(t);
   let onCallSubject = 0;
@@ -92,7 +92,7 @@ test('control trust - a query answers only on status subjects: an injected or fo
   t.true(await groupIntact(agents));
 });
 
-test('control trust - a stream request whose item subject is not the caller’s own is refused; the callee stays on the bus', async (t) => {
+test.serial('control trust - a stream request whose item subject is not the caller’s own is refused; the callee stays on the bus', async (t) => {
   const { agents, ns } = await inProcessGroup(t);
   const nc = await attacker(t);
   for (const subject of [inject(`${ns}.tb.call.b`), 'tb.call.c', 'tb.stream.c.1']) {
@@ -105,7 +105,7 @@ test('control trust - a stream request whose item subject is not the caller’s 
   t.true(await groupIntact(agents));
 });
 
-test('control trust - a call shows its caller: verified for a member, unverified for a client that only claims the name', async (t) => {
+test.serial('control trust - a call shows its caller: verified for a member, unverified for a client that only claims the name', async (t) => {
   const { agents, ns } = await inProcessGroup(t);
   const [a, b] = agents as [RpcAgent, RpcAgent];
   t.deepEqual(await a.rpcSync('b', callerSeen), { caller: 'a', verified: true });
@@ -126,7 +126,7 @@ test('control trust - a call shows its caller: verified for a member, unverified
   t.true(b.callAuth.unverified >= 3);
 });
 
-test('control trust - a stream opened by a member is steered only by that member: spoofed cancels and credit are ignored', async (t) => {
+test.serial('control trust - a stream opened by a member is steered only by that member: spoofed cancels and credit are ignored', async (t) => {
   const { agents, ns } = await inProcessGroup(t);
   const [a, b] = agents as [RpcAgent, RpcAgent];
   const nc = await attacker(t);
@@ -143,7 +143,7 @@ test('control trust - a stream opened by a member is steered only by that member
   t.true(b.control.malformed === 0);
 });
 
-test('control trust - a flood of hellos under new names does not grow a worker’s member list past its bound', async (t) => {
+test.serial('control trust - a flood of hellos under new names does not grow a worker’s member list past its bound', async (t) => {
   const { agents, ns } = await inProcessGroup(t);
   const nc = await attacker(t);
   const flooder = new Identity();
@@ -157,7 +157,7 @@ test('control trust - a flood of hellos under new names does not grow a worker�
   t.is(sum, 3, 'the group still works');
 });
 
-test('control trust - the MAC of a call costs a few microseconds on each side', (t) => {
+test.serial('control trust - the MAC of a call costs a few microseconds on each side', (t) => {
   const alice = new Identity();
   const bob = new Identity();
   const keys: Record<string, string> = { alice: alice.dhKey, bob: bob.dhKey };
