@@ -6,7 +6,7 @@
  * keeps a tensor it stored, e.g. as a parameter).
  * @module
  */
-import { tf } from '@tensorbus/core';
+import { defaultCodec, SerializationError, tf } from '@tensorbus/core';
 import type * as TfNamespace from '@tensorflow/tfjs';
 
 type Tensor = TfNamespace.Tensor;
@@ -46,4 +46,21 @@ export function disposeTransient(...values: unknown[]): void {
       }
     });
   }
+}
+
+/**
+ * Decodes a message of a protocol that carries no tensors (control and
+ * membership messages, their replies): a tensor found in it is disposed at
+ * once and the message refused, so hostile bytes cannot leave tensors behind.
+ * @throws SerializationError when the bytes do not decode or carry a tensor.
+ */
+export function decodeWithoutTensors(bytes: Uint8Array): unknown {
+  const value = defaultCodec.decode(bytes);
+  let tensors = 0;
+  forEachTensor(value, (tensor) => {
+    tensors++;
+    tensor.dispose();
+  });
+  if (tensors > 0) throw new SerializationError(`a control message carries no tensors (this one had ${tensors})`);
+  return value;
 }

@@ -23,6 +23,8 @@ const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.u
 const SEED = Number(process.env.TENSORBUS_FUZZ_SEED ?? 12);
 const NATS_MESSAGES = 10_000;
 const DATA_PORT_FRAMES = 3_000;
+/** What non-members make on the worker is dropped after this idle time (peerLimits.leaseMs). */
+const LEASE_MS = 2_000;
 /** The whole run stops sending at this point, whatever is left. */
 const BUDGET_MS = 90_000;
 
@@ -79,7 +81,7 @@ test.serial('fuzz - 10,000 hostile NATS messages and 3,000 data-port frames: the
   const random = new Random(SEED);
   t.log(`seed ${SEED} (TENSORBUS_FUZZ_SEED)`);
   // The caller sends everything through the bus (no direct routes), so that its traffic can be captured.
-  const { agent, children, serverUrl, namespace } = await startProcessGroup(workerScript, 2, TIMING.relaxed, { direct: false });
+  const { agent, children, serverUrl, namespace } = await startProcessGroup(workerScript, 2, TIMING.relaxed, { direct: false }, ['--lease', String(LEASE_MS)]);
   const child = children[0]!;
   let exited: number | null | undefined;
   child.once('exit', (code) => (exited = code));
@@ -114,7 +116,14 @@ test.serial('fuzz - 10,000 hostile NATS messages and 3,000 data-port frames: the
     t.truthy(route, 'the worker offers a direct route (its data port)');
 
     const remoteBaseline = await agent.rpcSync('p1', memoryHere, []);
-    const remoteRRefBaseline = await agent.rpcSync('p1', rrefStatsHere, []);
+    // The warm-up's RRef arguments on the worker go once collected (rrefStatsHere collects garbage).
+    const noRRefs = { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 };
+    let remoteRRefBaseline = await agent.rpcSync('p1', rrefStatsHere, []);
+    for (let i = 0; i < 50 && JSON.stringify(remoteRRefBaseline) !== JSON.stringify(noRRefs); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      remoteRRefBaseline = await agent.rpcSync('p1', rrefStatsHere, []);
+    }
+    t.deepEqual(remoteRRefBaseline, noRRefs, 'the worker holds no RRef before the fuzzing');
     const localTensors = tf.memory().numTensors;
 
     // A well-behaved caller, all along.
@@ -182,7 +191,8 @@ test.serial('fuzz - 10,000 hostile NATS messages and 3,000 data-port frames: the
 
     // Back at baseline: tensors, tensor bytes, RRefs; the process did not keep what it was sent.
     let remote = await agent.rpcSync('p1', memoryHere, []);
-    for (let i = 0; i < 50 && (remote.tensors !== remoteBaseline.tensors || remote.tensorBytes !== remoteBaseline.tensorBytes); i++) {
+    // Leased state of callers that are not members goes after LEASE_MS idle.
+    for (let i = 0; i < 100 && (remote.tensors !== remoteBaseline.tensors || remote.tensorBytes !== remoteBaseline.tensorBytes); i++) {
       await new Promise((resolve) => setTimeout(resolve, 200));
       remote = await agent.rpcSync('p1', memoryHere, []);
     }

@@ -42,13 +42,19 @@ export function startWorkerProcess(script: string, env: Record<string, string>, 
 
 /**
  * Starts `size - 1` processes of `script` and joins them as `p0`; resolves once the group is complete.
- * `callerOptions` go to p0's transport (e.g. `direct: false`).
+ * `callerOptions` go to p0's transport (e.g. `direct: false`), `workerArgs` to the worker processes.
  */
-export async function startProcessGroup(script: string, size: number, timing: Timing = TIMING.relaxed, callerOptions: Partial<NatsTransportOptions> = {}): Promise<ProcessGroup> {
+export async function startProcessGroup(
+  script: string,
+  size: number,
+  timing: Timing = TIMING.relaxed,
+  callerOptions: Partial<NatsTransportOptions> = {},
+  workerArgs: string[] = [],
+): Promise<ProcessGroup> {
   const server = await sharedNatsServer();
   const namespace = `mp${process.pid}x${++namespaces}`;
   const env = { NATS_URL: server.url, TENSORBUS_NAMESPACE: namespace, TENSORBUS_WORLD_SIZE: String(size) };
-  const args = ['--heartbeat', String(timing.heartbeatMs), '--failure', String(timing.failureTimeoutMs)];
+  const args = ['--heartbeat', String(timing.heartbeatMs), '--failure', String(timing.failureTimeoutMs), ...workerArgs];
   const children = Array.from({ length: size - 1 }, (_, i) =>
     startWorkerProcess(script, { ...env, TENSORBUS_NAME: `p${i + 1}`, TENSORBUS_RANK: String(i + 1) }, args),
   );

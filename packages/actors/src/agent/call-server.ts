@@ -78,16 +78,19 @@ export class CallServer {
       let request: CallRequest;
       let context: WireContext | undefined;
       let caller: CallerIdentity;
+      let decoded: unknown;
       try {
         // The sender is known only once decoded: extensions read their sender from their own payload.
         // In-process, a large request is decoded sharing the caller's tensors.
-        const decoded = defaultCodec.decodePayload(message.payload ?? message.data, { agent: this.agent, peer: undefined });
+        decoded = defaultCodec.decodePayload(message.payload ?? message.data, { agent: this.agent, peer: undefined });
         request = parseRequest(decoded);
         context = { agent: this.agent, peer: request.meta.from };
         caller = { name: request.meta.from, verified: this.auth.check(request.meta.from, request.kind, request.fn, request.meta.auth) };
         // Only a caller that showed who it is counts as that member for shutdown's barrier.
         if (caller.verified) this.receivedFrom[caller.name] = (this.receivedFrom[caller.name] ?? 0) + 1;
       } catch (error) {
+        // Refused after decoding (not a call, or a sender that cannot be checked): what it carried goes now.
+        disposeTransient(decoded);
         this.answerError(message, undefined, errorToWire(error));
         return;
       }

@@ -11,6 +11,7 @@
  * @module
  */
 import { defaultCodec, type InboundMessage, type Transport, type TransportSubscription } from '@tensorbus/core';
+import { decodeWithoutTensors } from '../tensors.js';
 import { errorToWire } from '@tensorbus/core/internal';
 import type { CallAuth } from './call-auth.js';
 import type { CallerIdentity } from './call-context.js';
@@ -71,7 +72,7 @@ export class ControlChannel {
   /** Sends a control message to `worker` and decodes its reply. */
   async request(worker: string, message: ControlMessage, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
     const reply = await this.transport.request(controlSubject(worker), this.encode(worker, message), { timeoutMs, signal });
-    return defaultCodec.decode(reply);
+    return decodeWithoutTensors(reply);
   }
 
   close(): void {
@@ -90,12 +91,12 @@ export class ControlChannel {
     let message: ControlMessage;
     let sender: CallerIdentity | undefined;
     try {
-      let decoded = defaultCodec.decode(inbound.data) as unknown;
+      let decoded = decodeWithoutTensors(inbound.data);
       if (Array.isArray(decoded) && decoded[0] === ENVELOPE) {
         const [, body, from, auth] = decoded as [string, unknown, unknown, unknown];
         if (!(body instanceof Uint8Array) || !isWorkerName(from)) throw new Error('malformed envelope');
         sender = { name: from, verified: this.auth?.check(from, CONTROL_KIND, '', auth, body) ?? false };
-        decoded = defaultCodec.decode(body);
+        decoded = decodeWithoutTensors(body);
       }
       message = decoded as ControlMessage;
       if (typeof message !== 'object' || message === null || typeof message.k !== 'string') throw new Error('no kind');

@@ -35,6 +35,7 @@ import {
   type TransportSubscription,
 } from '@tensorbus/core';
 import { waitAtMost } from '@tensorbus/core/internal';
+import { decodeWithoutTensors } from '../tensors.js';
 import type { WorkerInfo } from '../worker-info.js';
 import type { ControlChannel, ControlMessage } from './control.js';
 import { Identity, isPublicKey } from './identity.js';
@@ -167,7 +168,7 @@ export class Membership {
   async join(): Promise<void> {
     this.subscription = this.transport.subscribe(MEMBERS_SUBJECT, (m) => {
       try {
-        this.onAnnouncement(defaultCodec.decode(m.data) as Announcement);
+        this.onAnnouncement(decodeWithoutTensors(m.data) as Announcement);
       } catch {
         // A malformed announcement is dropped: nothing on the wire may crash a worker.
         this.dropped++;
