@@ -5,7 +5,7 @@ import { acquireBuffer, bufferPoolStats, releaseBuffer } from '@tensorbus/core/i
 import { natsTransport } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
 import { sharedNatsServer } from '../src/testing/index.js';
-import { seededRandom } from './fixtures/seeded-random.js';
+import { seededRandom } from '../src/testing/seeded-random.js';
 
 const RESPONDER = fileURLToPath(new URL('./fixtures/stress-responder.js', import.meta.url));
 const MiB = 2 ** 20;

@@ -4,22 +4,15 @@
  * protocol with hostile field values, and data-port frames.
  */
 import { defaultCodec } from '@tensorbus/core';
+import { seededRandom } from '@tensorbus/nats-transport/testing';
 
-/** A seeded random source (mulberry32): the same seed gives the same run. */
+/** A seeded random source: the same seed gives the same run. */
 export class Random {
-  private state: number;
+  /** A float in [0, 1). */
+  readonly next: () => number;
 
   constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  /** A float in [0, 1). */
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+    this.next = seededRandom(seed);
   }
 
   /** An integer in [0, n). */

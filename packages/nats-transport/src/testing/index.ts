@@ -74,3 +74,4 @@ export function transportKinds(): TransportKind[] {
 
 /** A plain nats.js connection, for tests that act as a hostile or foreign client on the bus. */
 export { connect as connectRawNats, headers as natsHeaders, type NatsConnection as RawNatsConnection } from 'nats';
+export { seededRandom } from './seeded-random.js';
