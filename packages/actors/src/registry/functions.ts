@@ -78,9 +78,30 @@ export function remoteFunction<A extends unknown[], R>(name: string, fn: (...arg
 export function remoteClass<A extends unknown[], T>(name: string, Class: new (...args: A) => T): RemoteClass<A, T> {
   checkName(name);
   if (typeof Class !== 'function') throw new InvalidArgumentError(`remoteClass('${name}') needs a class`);
-  register({ name, kind: 'class', invoke: (args) => new Class(...(args as A)) }, Class);
+  register({ name, kind: 'class', invoke: (args) => construct(name, Class, args as A) }, Class);
   Object.defineProperty(Class, 'remoteName', { value: name, enumerable: false, configurable: true });
   return Class as RemoteClass<A, T>;
+}
+
+/**
+ * `new Class(...args)`, with TensorFlow.js's refusal of a second variable of
+ * one name (a class that names its `tf.variable`s, constructed twice in one
+ * process) turned into what to do about it. tfjs gives that error no code:
+ * its message is all there is to go by.
+ */
+function construct<A extends unknown[], T>(name: string, Class: new (...args: A) => T, args: A): T {
+  try {
+    return new Class(...args);
+  } catch (error) {
+    const taken = error instanceof Error ? /Variable with name (.+) was already registered/.exec(error.message) : null;
+    if (!taken) throw error;
+    throw new InvalidArgumentError(
+      `remote class '${name}' names a tf.variable '${taken[1]}' that another instance in this process already has: ` +
+        'TensorFlow.js variable names are unique per process, so leave the name out (tfjs then makes a unique one) ' +
+        "or make it unique per instance (e.g. `${prefix}/${instanceId}`), or dispose() the earlier instance first",
+      { cause: error },
+    );
+  }
 }
 
 /** The wire name of what a caller passed as `fn`, or throws. */
