@@ -36,7 +36,7 @@ export type WorkerRef = string | number | WorkerInfo;
 export interface ShutdownOptions {
   /** Wait for outstanding work first (default true). */
   graceful?: boolean;
-  /** How long a graceful shutdown may wait, ms (default: the agent's rpcTimeoutMs; 0 = forever). */
+  /** How long a graceful shutdown may wait, ms (default 0: as long as the others are alive and working; failed peers are not waited for). */
   timeoutMs?: number;
 }
 
@@ -209,16 +209,21 @@ export class RpcAgent {
   /**
    * Leaves the group [shutdown]. Graceful (default): a static group waits
    * until no worker has outstanding work; a dynamic one drains this worker's
-   * calls. Rejects with RpcTimeoutError naming whom it waited for if that
-   * takes longer than `timeoutMs`, after leaving anyway.
+   * calls. Without `timeoutMs` it waits as long as the others are alive and
+   * working, and goes on without a peer only once failure detection declares
+   * it failed (naming it on stderr). With `timeoutMs`, it rejects with
+   * RpcTimeoutError naming whom it waited for if that takes longer, after
+   * leaving anyway.
    */
   async shutdown(options: ShutdownOptions = {}): Promise<void> {
     if (this.state === 'stopped' || this.state === 'stopping') return;
     const graceful = options.graceful ?? true;
-    const timeoutMs = options.timeoutMs ?? this.options.rpcTimeoutMs;
+    // Work, not a clock, decides how long a graceful shutdown takes; failure detection ends waits on the dead.
+    const timeoutMs = options.timeoutMs ?? 0;
     this.shutdownRequested = true;
     let failure: unknown;
     if (graceful && this.state === 'running') {
+      const waitedFor = this.workers().map((w) => w.name);
       try {
         if (this.options.worldSize !== undefined) {
           await staticBarrier(
@@ -238,6 +243,10 @@ export class RpcAgent {
         }
       } catch (error) {
         failure = error;
+      }
+      const failed = waitedFor.filter((name) => this.membership.departure(name) === 'failed');
+      if (failed.length > 0) {
+        process.stderr.write(`[tensorbus] graceful shutdown of '${this.self.name}' went on without ${failed.map((n) => `'${n}'`).join(', ')}: declared failed (stopped answering)\n`);
       }
       await this.rrefs.releaseAll(Math.min(timeoutMs || 5_000, 5_000));
     }
