@@ -22,6 +22,8 @@ export type {
   InboundMessage,
   SubscribeOptions,
   TransportSubscription,
+  Beacon,
+  BeaconSpec,
 } from './transport/transport.js';
 
 // Futures
