@@ -126,7 +126,7 @@ export class Membership {
   private readonly members = new Map<string, Member>();
   private readonly departed = new Map<string, Departed>();
   /** Sequence numbers of this worker's announcements, shared with its beacon thread (which numbers the heartbeats). */
-  private readonly counter = new Int32Array(new SharedArrayBuffer(8));
+  private readonly counter = new Int32Array(new SharedArrayBuffer(4));
   /** Heartbeats from a thread of their own (they go on while this thread computes); undefined: this thread sends them. */
   private beacon: Beacon | undefined;
   private id = -1;
@@ -285,9 +285,7 @@ export class Membership {
     if (this.left) return;
     this.left = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
-    // The beacon publishes nothing numbered after this (element 1 stops it at once); the bye then
-    // has the greatest number of this worker, so no beat can bring it back.
-    Atomics.store(this.counter, 1, 1);
+    // Numbered from the same counter: a beat after the bye would be dropped by all, but none may follow it.
     void this.beacon?.stop();
     try {
       this.announce('bye');
@@ -482,9 +480,8 @@ export class Membership {
     const stalled = now - this.lastTick > 2 * this.timing.heartbeatMs;
     this.lastTick = now;
     try {
-      // This thread beats too: the beacon's beats matter while it computes, its own keep a loaded
-      // machine's starved beacon thread from costing the worker its place.
-      this.announce('hb');
+      // Until its thread runs (or if it failed), this thread beats itself.
+      if (!this.beacon?.running()) this.announce('hb');
     } catch {
       return;
     }

@@ -140,7 +140,7 @@ export interface BeaconSpec {
   fields: Record<string, string | number | boolean>;
   /** The field that carries the number, taken from `counter` (shared with the starter, which numbers its own messages from it). */
   numberField: string;
-  /** Element 0 counts the messages numbered so far, by both threads (`Atomics.add`); element 1 set: publish nothing more. */
+  /** Element 0 counts the messages numbered so far, by both threads (`Atomics.add`). */
   counter: Int32Array;
   /** The Ed25519 private key that signs, and the field that carries the signature (base64url). */
   signingKey: KeyObject;
@@ -151,6 +151,8 @@ export interface BeaconSpec {
 
 /** A running beacon. */
 export interface Beacon {
+  /** True while its thread publishes (false while it starts, and after it failed or stopped: publish yourself then). */
+  running(): boolean;
   /** Publishes with these fixed fields from now on. */
   update(fields: Record<string, string | number | boolean>): void;
   /** Stops it; resolves once it publishes no more. */

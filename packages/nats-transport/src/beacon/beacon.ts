@@ -39,9 +39,15 @@ export function startBeacon(options: NatsTransportOptions, subject: string, spec
   }
   // A beacon never keeps its process alive, and a failed one only stops beating (others then see silence).
   worker.unref();
-  worker.on('error', () => undefined);
+  let live = false;
+  worker.on('message', (message) => {
+    if (message === 'started') live = true;
+  });
+  worker.on('error', () => (live = false));
+  worker.on('exit', () => (live = false));
   let stopped: Promise<void> | undefined;
   return {
+    running: () => live,
     update: (fields) => worker.postMessage({ update: fields }),
     stop: () =>
       (stopped ??= new Promise<void>((resolve) => {
