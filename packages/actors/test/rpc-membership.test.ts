@@ -93,8 +93,6 @@ for (const kind of transportKinds()) {
     // Silence b without a goodbye: its heartbeats stop, as when its process dies.
     (b as unknown as { membership: { leave(): void; announce(k: string): void } }).membership.announce = () => undefined;
     clearInterval((b as unknown as { membership: { heartbeat: NodeJS.Timeout } }).membership.heartbeat);
-    // Its heartbeat thread (NATS) dies with it too.
-    void (b as unknown as { membership: { beacon?: { stop(): Promise<void> } } }).membership.beacon?.stop();
     const error = await pending;
     const elapsed = Date.now() - cut;
     tt.true(elapsed < 2_000, `declared gone after ${elapsed} ms`);

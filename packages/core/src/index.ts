@@ -22,8 +22,6 @@ export type {
   InboundMessage,
   SubscribeOptions,
   TransportSubscription,
-  Beacon,
-  BeaconSpec,
 } from './transport/transport.js';
 
 // Futures

@@ -15,8 +15,6 @@ import {
   TransportError,
   WorkerUnavailableError,
   payloadBytes,
-  type Beacon,
-  type BeaconSpec,
   type InboundMessage,
   type Payload,
   type RequestOptions,
@@ -26,7 +24,6 @@ import {
   type TransportSubscription,
 } from '@tensorbus/core';
 import { abortError } from '@tensorbus/core/internal';
-import { startBeacon } from './beacon/beacon.js';
 import { DEFAULT_CHUNK_TIMEOUT_MS, H_PULL, H_SIZE, HEADROOM } from './chunks/chunk-protocol.js';
 import { isAnnouncement, receiveChunked } from './chunks/chunk-receiver.js';
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
@@ -61,7 +58,7 @@ export class NatsTransport implements Transport {
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly options: NatsTransportOptions,
+    options: NatsTransportOptions,
     /** Direct routes and data plane; undefined when turned off. */
     private readonly direct?: DirectPlane,
   ) {
@@ -202,13 +199,6 @@ export class NatsTransport implements Transport {
         sub.unsubscribe();
       },
     };
-  }
-
-  /** Publishes `spec`'s message from a thread with a connection of its own (heartbeats that go on while this thread computes). */
-  startBeacon(spec: BeaconSpec): Beacon | undefined {
-    if (this.closed) return undefined;
-    checkSubject(spec.subject, 'subject');
-    return startBeacon(this.options, this.prefix + spec.subject, spec);
   }
 
   async flush(): Promise<void> {

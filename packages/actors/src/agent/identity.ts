@@ -37,11 +37,6 @@ export class Identity {
     this.dhKey = agreement.publicKey.export({ format: 'jwk' }).x!;
   }
 
-  /** The Ed25519 private key, for a beacon thread of this same worker that signs its heartbeats. */
-  get signingKey(): KeyObject {
-    return this.signPrivate;
-  }
-
   /** Signs `text` with this worker's Ed25519 key. */
   sign(text: string): string {
     return sign(null, Buffer.from(text), this.signPrivate).toString('base64url');

@@ -31,7 +31,6 @@ import {
   DuplicateWorkerError,
   InvalidArgumentError,
   RpcTimeoutError,
-  type Beacon,
   type Transport,
   type TransportSubscription,
 } from '@tensorbus/core';
@@ -98,11 +97,8 @@ export interface Announcement extends ControlMessage {
 const KINDS = new Set(['hello', 'sync', 'hb', 'bye', 'here']);
 
 /** What an announcement's signature covers. */
-const SIGNED_PREFIX = 'tensorbus member';
-const SIGNED_FIELDS = ['k', 'n', 'id', 'inst', 't', 'q', 'sk', 'xk'];
-
 export function signedText(m: Announcement): string {
-  return [SIGNED_PREFIX, ...SIGNED_FIELDS.map((field) => String(m[field as keyof Announcement]))].join('\0');
+  return `tensorbus member\0${m.k}\0${m.n}\0${m.id}\0${m.inst}\0${m.t}\0${m.q}\0${m.sk}\0${m.xk}`;
 }
 
 /** Why a worker left the view. */
@@ -125,10 +121,7 @@ export class Membership {
   dropped = 0;
   private readonly members = new Map<string, Member>();
   private readonly departed = new Map<string, Departed>();
-  /** Sequence numbers of this worker's announcements, shared with its beacon thread (which numbers the heartbeats). */
-  private readonly counter = new Int32Array(new SharedArrayBuffer(4));
-  /** Heartbeats from a thread of their own (they go on while this thread computes); undefined: this thread sends them. */
-  private beacon: Beacon | undefined;
+  private seq = 0;
   private id = -1;
   private conflict: DuplicateWorkerError | undefined;
   private subscription: TransportSubscription | undefined;
@@ -183,18 +176,6 @@ export class Membership {
     });
     this.statusSubscription = this.transport.status$.subscribe((status) => this.onStatus(status));
     this.touch(this.name, this.inst, this.id, this.joinedAt);
-    // Heartbeats from a thread of their own from here on: a call may arrive (and compute for long)
-    // before this join has finished.
-    this.beacon = this.transport.startBeacon?.({
-      subject: MEMBERS_SUBJECT,
-      intervalMs: this.timing.heartbeatMs,
-      fields: this.heartbeatFields(),
-      numberField: 'q',
-      counter: this.counter,
-      signingKey: this.identity.signingKey,
-      signatureField: 'sig',
-      signedText: { prefix: SIGNED_PREFIX, signedFields: SIGNED_FIELDS },
-    });
     await this.announceThroughBus('hello');
     await new Promise((resolve) => setTimeout(resolve, this.timing.joinSettleMs));
     // A timer can fire before deliveries already waiting on a busy event loop:
@@ -205,7 +186,6 @@ export class Membership {
     this.resolveStaticIds();
     this.touch(this.name, this.inst, this.id, this.joinedAt);
     this.announce('hb');
-    this.beacon?.update(this.heartbeatFields());
     this.lastTick = Date.now();
     this.heartbeat = setInterval(() => this.tick(), this.timing.heartbeatMs);
     this.heartbeat.unref();
@@ -285,8 +265,6 @@ export class Membership {
     if (this.left) return;
     this.left = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
-    // Numbered from the same counter: a beat after the bye would be dropped by all, but none may follow it.
-    void this.beacon?.stop();
     try {
       this.announce('bye');
     } catch {
@@ -316,7 +294,7 @@ export class Membership {
 
   /** This worker's announcement of `kind`, numbered and signed. */
   private signed(kind: Announcement['k']): Announcement {
-    const message = { k: kind, n: this.name, id: this.id, inst: this.inst, t: this.joinedAt, q: Atomics.add(this.counter, 0, 1) + 1, sk: this.identity.signKey, xk: this.identity.dhKey } as Announcement;
+    const message = { k: kind, n: this.name, id: this.id, inst: this.inst, t: this.joinedAt, q: ++this.seq, sk: this.identity.signKey, xk: this.identity.dhKey } as Announcement;
     message.sig = this.identity.sign(signedText(message));
     return message;
   }
@@ -364,7 +342,7 @@ export class Membership {
     if (!this.identity.verify(m.sk, signedText(m), m.sig)) return false;
     if (m.n === this.name) {
       // This worker's own echo, or a rival for its name (the name-claim protocol decides).
-      return m.inst !== this.inst || (m.sk === this.identity.signKey && m.q <= Atomics.load(this.counter, 0));
+      return m.inst !== this.inst || (m.sk === this.identity.signKey && m.q <= this.seq);
     }
     const bound: Binding | undefined = this.members.get(m.n) ?? this.departed.get(m.n);
     if (bound === undefined || bound.inst !== m.inst) {
@@ -391,7 +369,6 @@ export class Membership {
       if (message.t < this.joinedAt || (message.t === this.joinedAt && message.inst < this.inst)) {
         this.id = this.nextFreeId();
         this.touch(this.name, this.inst, this.id, this.joinedAt);
-        this.beacon?.update(this.heartbeatFields());
         this.announce('hb');
       }
     }
@@ -426,7 +403,7 @@ export class Membership {
     this.departed.delete(name);
     const keys: Binding = from
       ? { inst, signKey: from.sk, dhKey: from.xk, seq: from.q }
-      : { inst, signKey: this.identity.signKey, dhKey: this.identity.dhKey, seq: Atomics.load(this.counter, 0) };
+      : { inst, signKey: this.identity.signKey, dhKey: this.identity.dhKey, seq: this.seq };
     if (existing && existing.inst === inst && existing.info.id === id) {
       existing.lastSeen = Date.now();
       existing.seq = keys.seq;
@@ -453,11 +430,6 @@ export class Membership {
   }
 
   /** A static group without explicit ranks numbers its workers by name once complete. */
-  /** The fixed fields of this worker's heartbeats (its beacon numbers and signs each). */
-  private heartbeatFields(): Record<string, string | number> {
-    return { k: 'hb', n: this.name, id: this.id, inst: this.inst, t: this.joinedAt, sk: this.identity.signKey, xk: this.identity.dhKey };
-  }
-
   private resolveStaticIds(): void {
     if (this.worldSize === undefined || this.id >= 0 || this.members.size < this.worldSize) return;
     const names = [...this.members.keys()].sort();
@@ -466,7 +438,6 @@ export class Membership {
       throw new InvalidArgumentError(`more than worldSize=${this.worldSize} workers joined this namespace`);
     }
     this.touch(this.name, this.inst, this.id, this.joinedAt);
-    this.beacon?.update(this.heartbeatFields());
     if (this.heartbeat) this.announce('hb');
     for (const [name, member] of this.members) {
       if (member.info.id < 0) member.info = { name, id: names.indexOf(name) };
@@ -480,8 +451,7 @@ export class Membership {
     const stalled = now - this.lastTick > 2 * this.timing.heartbeatMs;
     this.lastTick = now;
     try {
-      // Until its thread runs (or if it failed), this thread beats itself.
-      if (!this.beacon?.running()) this.announce('hb');
+      this.announce('hb');
     } catch {
       return;
     }

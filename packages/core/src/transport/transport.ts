@@ -8,7 +8,6 @@
  * `natsTransport()` (NATS) implement it, and one conformance suite tests both.
  * @module
  */
-import type { KeyObject } from 'node:crypto';
 import type { Observable } from 'rxjs';
 
 /** Connection state of a transport. */
@@ -127,38 +126,6 @@ export interface TransportSubscription {
   unsubscribe(): void;
 }
 
-/**
- * What a {@link Transport.startBeacon} publishes: a fixed message, numbered
- * and signed anew each time, from a thread of its own.
- */
-export interface BeaconSpec {
-  /** Where it publishes (without the namespace). */
-  subject: string;
-  /** How often, ms. */
-  intervalMs: number;
-  /** The message's fixed fields (plain data). */
-  fields: Record<string, string | number | boolean>;
-  /** The field that carries the number, taken from `counter` (shared with the starter, which numbers its own messages from it). */
-  numberField: string;
-  /** Element 0 counts the messages numbered so far, by both threads (`Atomics.add`). */
-  counter: Int32Array;
-  /** The Ed25519 private key that signs, and the field that carries the signature (base64url). */
-  signingKey: KeyObject;
-  signatureField: string;
-  /** What is signed: `prefix` then the values of `signedFields`, joined by NUL characters. */
-  signedText: { prefix: string; signedFields: string[] };
-}
-
-/** A running beacon. */
-export interface Beacon {
-  /** True while its thread publishes (false while it starts, and after it failed or stopped: publish yourself then). */
-  running(): boolean;
-  /** Publishes with these fixed fields from now on. */
-  update(fields: Record<string, string | number | boolean>): void;
-  /** Stops it; resolves once it publishes no more. */
-  stop(): Promise<void>;
-}
-
 /** Moves bytes between workers. */
 export interface Transport {
   /** `'local'`, `'nats'`, … for logs and diagnostics. */
@@ -183,13 +150,6 @@ export interface Transport {
   publish(subject: string, data: Uint8Array): void;
   /** Calls `handler` for every message on `subject` (wildcards allowed). */
   subscribe(subject: string, handler: (message: InboundMessage) => void, options?: SubscribeOptions): TransportSubscription;
-  /**
-   * Starts publishing `spec`'s message every `intervalMs` from a thread of its
-   * own, so it keeps going while this thread computes (membership heartbeats:
-   * busy is not dead). Optional: a transport within one process has no need of
-   * it; undefined when it cannot here (the caller then publishes itself).
-   */
-  startBeacon?(spec: BeaconSpec): Beacon | undefined;
   /** Resolves once everything published so far has been handed to the bus. */
   flush(): Promise<void>;
   /** Closes the transport; pending requests reject with `ShutdownError`. */
