@@ -63,17 +63,26 @@ async function call(requester: NatsTransport, size: number, seed: number): Promi
   return ok;
 }
 
-test('shared memory - a reference to a third process\'s segment is refused unrun, as another user or the same, and honest callers keep shared memory', async (t) => {
-  const namespace = `st${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
+/**
+ * A worker serving `svc` (answering plus one, counting what it ran) and an
+ * honest caller whose first request went through NATS and learnt the route.
+ */
+async function servedWorker(t: ExecutionContext, tag: string) {
+  const namespace = `${tag}${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
   const worker = await transport(t, namespace);
   const honest = await transport(t, namespace);
-  let ran = 0;
+  const served = { ran: 0 };
   worker.subscribe('svc', (message: InboundMessage) => {
-    ran++;
+    served.ran++;
     answerPlusOne(message);
   }, { exclusive: true });
   await worker.flush();
   t.true(await call(honest, 100, 1), 'the first request goes through NATS and learns the route');
+  return { worker, honest, served };
+}
+
+test('shared memory - a reference to a third process\'s segment is refused unrun, as another user or the same, and honest callers keep shared memory', async (t) => {
+  const { worker, honest, served } = await servedWorker(t, 'st');
   t.true(await call(honest, FOUR_MB, 2));
   t.like(honest.directStats, { sharedRequests: 1 });
   const [[subject, route]] = [...routesOf(honest)];
@@ -83,19 +92,19 @@ test('shared memory - a reference to a third process\'s segment is refused unrun
   const task = { host: route!.host, port: route!.port, token: route!.token.toString('hex'), subject: subject!, pid: secret.pid, fd: secret.fd, size: secret.size };
   const intruders = process.getuid?.() === 0 ? [NOBODY, undefined] : [undefined];
   if (intruders.length === 1) t.log('not root: the intruder runs as this user only');
-  const ranBefore = ran;
+  const ranBefore = served.ran;
   for (const uid of intruders) {
     const answer = await firstLine<{ uid: number; status: number; size: number }>(t, 'shm-intruder', [JSON.stringify({ ...task, uid })], false);
     t.is(answer.uid, uid ?? process.getuid!(), 'the intruder ran as the user asked');
     t.is(answer.status, 0x04, `refused with "cannot map" (intruder uid ${answer.uid})`);
     t.is(answer.size, 0, 'and nothing else came back');
   }
-  t.is(ran, ranBefore, 'the worker never ran a request from a segment its peer did not own');
+  t.is(served.ran, ranBefore, 'the worker never ran a request from a segment its peer did not own');
   t.false([...mappedSegments(worker).keys()].some((key) => key.startsWith(`${secret.pid}:`)), 'the third process\'s segment was never mapped');
 
   for (let i = 0; i < 3; i++) t.true(await call(honest, FOUR_MB, 10 + i), `honest call ${i}`);
   t.like(honest.directStats, { sharedRequests: 4, sharedReplies: 4 });
-  t.is(ran, ranBefore + 3);
+  t.is(served.ran, ranBefore + 3);
 });
 
 test('shared memory - a reply naming a third process\'s segment is refused: the call fails and nothing of that process is mapped', async (t) => {
@@ -113,18 +122,9 @@ test('shared memory - a reply naming a third process\'s segment is refused: the 
 });
 
 test('shared memory - a path-only descriptor of a file (one its holder may not read) is refused, never read with the worker\'s rights', async (t) => {
-  const namespace = `sp${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
-  const worker = await transport(t, namespace);
-  const honest = await transport(t, namespace);
-  let ran = 0;
-  worker.subscribe('svc', (message: InboundMessage) => {
-    ran++;
-    answerPlusOne(message);
-  }, { exclusive: true });
-  await worker.flush();
-  t.true(await call(honest, 100, 1));
+  const { honest, served } = await servedWorker(t, 'sp');
   const [[subject, route]] = [...routesOf(honest)];
-  const ranBefore = ran;
+  const ranBefore = served.ran;
   // A file only root may read, in a directory anyone may pass through.
   const dir = mkdtempSync(join(tmpdir(), 'tb-secret-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -138,7 +138,7 @@ test('shared memory - a path-only descriptor of a file (one its holder may not r
   t.is(answer.uid, uid ?? process.getuid!());
   t.is(answer.status, 0x04, 'refused with "cannot map"');
   t.false(answer.body.includes('tppu!pomz'), 'nothing of the file came back (plus one per byte)');
-  t.is(ran, ranBefore, 'the worker never ran it');
+  t.is(served.ran, ranBefore, 'the worker never ran it');
   t.true(await call(honest, FOUR_MB, 2), 'and goes on serving');
 });
 
