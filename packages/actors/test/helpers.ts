@@ -68,3 +68,17 @@ export function bytesOf(tensor: Tensor): Buffer {
   const values = tensor.dataSync() as Float32Array;
   return Buffer.from(values.buffer, values.byteOffset, values.byteLength);
 }
+
+/** Every RRef count of `rrefStats()` at zero. */
+export const NO_RREFS = Object.freeze({ owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 });
+
+/**
+ * Resolves once `rrefStats()` is all zeros on every agent, polling for at
+ * most `timeoutMs`. Never collects garbage: lifetimes must not depend on it.
+ */
+export async function rrefsReleased(agents: RpcAgent[], timeoutMs = 10_000): Promise<void> {
+  const zero = JSON.stringify(NO_RREFS);
+  await eventually(() => agents.every((a) => JSON.stringify(a.rrefStats()) === zero), timeoutMs).catch((error: Error) => {
+    throw new Error(`${error.message}: ${agents.map((a) => `${a.self.name} ${JSON.stringify(a.rrefStats())}`).join('; ')}`);
+  });
+}

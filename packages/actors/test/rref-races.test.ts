@@ -36,10 +36,7 @@ for (const kind of transportKinds()) {
     const released = r.release();
     tt.is(await passing, 4, 'the child could still use the value');
     await released;
-    await eventually(() => {
-      globalThis.gc?.();
-      return [a, b, c].every((w) => w!.rrefStats().owners + w!.rrefStats().users + w!.rrefStats().pendingChildren + w!.rrefStats().pendingUsers === 0);
-    }, 10_000);
+    await eventually(() => [a, b, c].every((w) => w!.rrefStats().owners + w!.rrefStats().users + w!.rrefStats().pendingChildren + w!.rrefStats().pendingUsers === 0), 10_000);
     tt.pass();
     await stopAll(agents);
   });

@@ -3,22 +3,15 @@ import { RemoteError, RpcTimeoutError, RRefError, tf, UnknownFunctionError } fro
 import { RRef, type RpcAgent } from '../src/index.js';
 import { addNumbers, Counter, echo, sleep, sleepsFinished } from './fixtures/functions.js';
 import { confirmedInCallee, failToCreate, forwardChain, Holder, makeLocal, rrefAdd, rrefInfo, rrefValue, sumNested } from './fixtures/rref-functions.js';
-import { eventually, startGroup, stopAll, transportKinds } from './helpers.js';
+import { eventually, rrefsReleased, startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
 
 test.after.always(stopEverything);
 
 const zero = { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 };
 
-/** Waits until every worker's RRef counts are zero, collecting garbage (RRefs nobody holds) meanwhile. */
-async function allReleased(agents: RpcAgent[]): Promise<void> {
-  await eventually(() => {
-    globalThis.gc?.();
-    return agents.every((a) => JSON.stringify(a.rrefStats()) === JSON.stringify(zero));
-  }, 10_000).catch((error: Error) => {
-    throw new Error(`${error.message}: ${agents.map((a) => `${a.self.name} ${JSON.stringify(a.rrefStats())}`).join('; ')}`);
-  });
-}
+/** Waits until every worker's RRef counts are zero (without collecting garbage: lifetimes must not need it). */
+const allReleased = (agents: RpcAgent[]) => rrefsReleased(agents);
 
 for (const kind of transportKinds()) {
   const t = (title: string) => `${kind.name} - rref - ${title}`;

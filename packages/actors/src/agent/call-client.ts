@@ -32,6 +32,10 @@ export interface WireContext {
   agent: unknown;
   /** The worker at the other end; undefined while decoding a request (its sender is inside it). */
   peer: string | undefined;
+  /** When present, extension values read from the message are added here (the callee's RRef arguments). */
+  received?: unknown[];
+  /** When present, extension values written into the message are added here (RRefs a callee returns). */
+  sent?: unknown[];
 }
 
 /**

@@ -21,6 +21,17 @@ import { callSubject } from './subjects.js';
  */
 export type CallWrapper = (meta: CallMeta, run: () => Promise<unknown>, args: unknown[], caller: CallerIdentity) => Promise<unknown>;
 
+/**
+ * What the server does with the references (RRefs) a call carries, so that
+ * their lifetimes follow the call and not the garbage collector.
+ */
+export interface CallReferences {
+  /** Resolves once the references among a call's arguments are usable here; rejects to fail the call. */
+  ready(received: unknown[]): Promise<void>;
+  /** The call settled: what it received and what its result carried away are let go (unless kept). */
+  settled(received: unknown[], sent: unknown[]): void;
+}
+
 /** Starts a stream for an accepted STREAM request. */
 export type StreamStarter = (request: CallRequest, produce: () => unknown, caller: CallerIdentity) => void;
 
@@ -35,6 +46,8 @@ export class CallServer {
   private subscription: TransportSubscription | undefined;
   private accepting = true;
   private readonly wrappers: CallWrapper[] = [];
+  /** Set by the agent: the RRef side of calls. */
+  references: CallReferences | undefined;
 
   constructor(
     private readonly transport: Transport,
@@ -79,10 +92,12 @@ export class CallServer {
       let context: WireContext | undefined;
       let caller: CallerIdentity;
       let decoded: unknown;
+      // RRefs read from the request land here (nothing is added for calls without any).
+      const received: unknown[] = [];
       try {
         // The sender is known only once decoded: extensions read their sender from their own payload.
         // In-process, a large request is decoded sharing the caller's tensors.
-        decoded = defaultCodec.decodePayload(message.payload ?? message.data, { agent: this.agent, peer: undefined });
+        decoded = defaultCodec.decodePayload(message.payload ?? message.data, { agent: this.agent, peer: undefined, received });
         request = parseRequest(decoded);
         context = { agent: this.agent, peer: request.meta.from };
         caller = { name: request.meta.from, verified: this.auth.check(request.meta.from, request.kind, request.fn, request.meta.auth) };
@@ -91,18 +106,32 @@ export class CallServer {
       } catch (error) {
         // Refused after decoding (not a call, or a sender that cannot be checked): what it carried goes now.
         disposeTransient(decoded);
+        if (received.length > 0) this.references?.settled(received, []);
         this.answerError(message, undefined, errorToWire(error));
         return;
       }
-      await this.serve(message, request, context, caller);
+      if (request.kind !== CALL || this.references === undefined) {
+        await this.serve(message, request, context, caller, []);
+        return;
+      }
+      // The RRefs a call carries live as long as the call, unless its function keeps them: those it received,
+      // and those its result hands to the caller.
+      const sent: unknown[] = [];
+      try {
+        await this.serve(message, request, { ...context, sent }, caller, received);
+      } finally {
+        if (received.length + sent.length > 0) this.references.settled(received, sent);
+      }
     } finally {
       this.running--;
     }
   }
 
-  private async serve(message: InboundMessage, request: CallRequest, context: WireContext, caller: CallerIdentity): Promise<void> {
+  private async serve(message: InboundMessage, request: CallRequest, context: WireContext, caller: CallerIdentity, received: unknown[]): Promise<void> {
     let result: unknown;
     try {
+      // A function starts only once the RRefs among its arguments are usable here (their values exist, their forks are confirmed).
+      if (received.length > 0) await this.references!.ready(received);
       const entry = lookupCallable(request.fn, this.name);
       const produce = () => entry.invoke(request.args);
       if (request.kind !== CALL) {

@@ -50,7 +50,8 @@ export const moduleParameters = remoteFunction('tb.module.params', async (ref: R
   let refs = parameterRefs.get(module);
   if (refs === undefined || refs.length !== params.length || refs.some((r, i) => r.localValue() !== params[i])) {
     const agent = currentAgent();
-    refs = params.map((p) => agent.rref(p));
+    // Kept: these handles outlive this call (they are returned on every call, and released by tb.module.dispose).
+    refs = params.map((p) => agent.rref(p).keep());
     parameterRefs.set(module, refs);
   }
   return refs;

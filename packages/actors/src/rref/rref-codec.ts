@@ -20,6 +20,15 @@ function managerOf(context: WireContext | undefined): RRefManager {
 registerExtension<RRef<unknown>, RRefWire, WireContext>({
   type: RREF_EXTENSION_TYPE,
   Class: RRef,
-  write: (rref, context) => (rref.host as RRefManager).write(rref, context),
-  read: (wire, context) => managerOf(context).read(wire),
+  write: (rref, context) => {
+    const wire = (rref.host as RRefManager).write(rref, context);
+    context?.sent?.push(rref);
+    return wire;
+  },
+  read: (wire, context) => {
+    const rref = managerOf(context).read(wire);
+    // The call server waits for these to be usable, and releases them when the call settles.
+    context?.received?.push(rref);
+    return rref;
+  },
 });

@@ -20,7 +20,8 @@ import { markOpaque } from './held-tensors.js';
 import { OwnerTable, type OwnerEntry } from './owner-table.js';
 import { sendReliably } from './reliable.js';
 import { CHILD_ACCEPT, DELETE, FORK, type CreateSpec, type RRefWire } from './rref-protocol.js';
-import { creationFailed, RRef, type RRefHost, type UserState } from './rref.js';
+import { creationFailed, RRef, type HandleState, type RRefHost, type UserState } from './rref.js';
+import { Budget } from './bounded-wait.js';
 import { createValue, fetchValue, callValueMethod } from './rref-functions.js';
 
 /** Counts of `agent.rrefStats()`. */
@@ -40,7 +41,7 @@ const FORK_WAIT_MS = 5_000;
 /** Deletes kept for one owner declared failed, to send if it comes back. */
 const OWED_PER_OWNER = 10_000;
 
-type Held = { kind: 'user'; forkId: string } | { kind: 'owner'; entry: OwnerEntry; flag: { released: boolean } };
+type Held = { kind: 'user'; forkId: string; flag: HandleState } | { kind: 'owner'; entry: OwnerEntry; flag: HandleState };
 
 /** The RRef side of one agent. */
 export class RRefManager implements RRefHost {
@@ -69,6 +70,11 @@ export class RRefManager implements RRefHost {
     control.on(FORK, (m, sender) => this.onFork(m, sender));
     control.on(CHILD_ACCEPT, (m) => this.onChildAccept(m));
     control.on(DELETE, (m) => this.onDelete(m));
+    // Calls wait for their RRef arguments to be usable, and let go of the RRefs they carried when they settle.
+    agent.server.references = {
+      ready: (received) => this.argumentsReady(received, agent.options.rpcTimeoutMs),
+      settled: (received, sent) => this.releaseCallRefs([...received, ...sent]),
+    };
     agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
     agent.membership.membership$.subscribe((members) => this.onMembers(members));
     const leaseMs = agent.options.peerLimits.leaseMs;
@@ -118,8 +124,14 @@ export class RRefManager implements RRefHost {
     }
     const state = this.newUser(rrefId, to, this.newId());
     const meta = this.agent.meta(to);
-    const send = () => this.agent.calls.call(to, createValue.remoteName, [rrefId, state.forkId, spec], meta, options);
-    const created = after === undefined ? send() : after.then(send);
+    const send = (callOptions: CallOptions) => this.agent.calls.call(to, createValue.remoteName, [rrefId, state.forkId, spec], meta, callOptions);
+    let created: Promise<unknown>;
+    if (after === undefined) created = send(options);
+    else {
+      // One timeout for the wait and the creation together.
+      const budget = this.budget(options);
+      created = budget.wait(after, () => `RRef ${rrefId}'s target being usable`).then(() => send(budget.rest(options)));
+    }
     this.confirmWhen(state, created, true);
     return this.userHandle<T>(state);
   }
@@ -128,7 +140,7 @@ export class RRefManager implements RRefHost {
   private ownerHandle<T>(entry: OwnerEntry): RRef<T> {
     entry.localHandles++;
     const rref = new RRef<T>(this, entry.rrefId, this.selfName, undefined, entry);
-    this.collected.register(rref, { kind: 'owner', entry, flag: rref.ownerFlag }, rref);
+    this.collected.register(rref, { kind: 'owner', entry, flag: rref.handle }, rref);
     return rref;
   }
 
@@ -142,6 +154,7 @@ export class RRefManager implements RRefHost {
       failure: undefined,
       released: false,
       pendingChildren: new Map(),
+      handles: 0,
     };
     this.users.set(forkId, state);
     this.usersPerOwner.add(owner, 1);
@@ -155,9 +168,28 @@ export class RRefManager implements RRefHost {
   }
 
   private userHandle<T>(state: UserState): RRef<T> {
+    state.handles++;
     const rref = new RRef<T>(this, state.rrefId, state.owner, state, undefined);
-    this.collected.register(rref, { kind: 'user', forkId: state.forkId }, rref);
+    this.collected.register(rref, { kind: 'user', forkId: state.forkId, flag: rref.handle }, rref);
     return rref;
+  }
+
+  /** A new handle on `rref`'s value (owner) or fork (user), kept by its holder. */
+  fork(rref: RRef<unknown>): RRef<unknown> {
+    const handle = rref.entry ? this.ownerHandle(rref.entry) : this.userHandle(rref.user!);
+    handle.handle.kept = true;
+    return handle;
+  }
+
+  /** The budget of an operation with `options` (the agent's default timeout when none is given). */
+  private budget(options: CallOptions): Budget {
+    return Budget.of(options, this.agent.options.rpcTimeoutMs);
+  }
+
+  async waitReady(rref: RRef<unknown>, options: CallOptions): Promise<void> {
+    const entry = rref.entry!;
+    if (!entry.created) await this.budget(options).wait(entry.ready, () => `the creation of RRef ${rref.rrefId}`);
+    if (entry.failure !== undefined) throw creationFailed(rref.rrefId, entry.failure);
   }
 
   /** Marks `state` confirmed when `acknowledged` resolves; on failure the RRef becomes unusable. */
@@ -177,11 +209,11 @@ export class RRefManager implements RRefHost {
   // ---- using RRefs -----------------------------------------------------------
 
   async fetch(rref: RRef<unknown>, options: CallOptions): Promise<unknown> {
-    return this.onOwner(rref, () => this.agent.calls.call(rref.ownerName(), fetchValue.remoteName, [rref.rrefId], this.agent.meta(rref.ownerName()), options));
+    return this.onOwner(rref, options, (rest) => this.agent.calls.call(rref.ownerName(), fetchValue.remoteName, [rref.rrefId], this.agent.meta(rref.ownerName()), rest));
   }
 
   async callMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): Promise<unknown> {
-    return this.onOwner(rref, () => this.agent.calls.call(rref.ownerName(), callValueMethod.remoteName, [rref.rrefId, method, args], this.agent.meta(rref.ownerName()), options));
+    return this.onOwner(rref, options, (rest) => this.agent.calls.call(rref.ownerName(), callValueMethod.remoteName, [rref.rrefId, method, args], this.agent.meta(rref.ownerName()), rest));
   }
 
   remoteMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): RRef<unknown> {
@@ -195,16 +227,28 @@ export class RRefManager implements RRefHost {
     return this.create(rref.ownerName(), { target: rref.rrefId, method, args }, options, after);
   }
 
-  /** Runs a call to the owner, turning its disappearance into RREF_OWNER_LOST. */
-  private async onOwner(rref: RRef<unknown>, call: () => Promise<unknown>): Promise<unknown> {
+  /**
+   * Runs a call to the owner once the RRef is usable, the wait and the call
+   * within one timeout, turning the owner's disappearance into RREF_OWNER_LOST.
+   */
+  private async onOwner(rref: RRef<unknown>, options: CallOptions, call: (rest: CallOptions) => Promise<unknown>): Promise<unknown> {
     this.agent.checkRunning();
     rref.checkUsable();
+    let rest = options;
+    // Nothing is sent before the RRef is usable: a use that timed out while waiting must not run later.
     if (rref.user && !rref.user.confirmed) {
-      await rref.user.confirmation;
+      const budget = this.budget(options);
+      await budget.wait(rref.user.confirmation, () => `the creation or confirmation of RRef ${rref.rrefId}`);
       rref.checkUsable();
+      rest = budget.rest(options);
+    } else if (rref.entry && !rref.entry.created) {
+      const budget = this.budget(options);
+      await this.waitReady(rref, options);
+      rref.checkUsable();
+      rest = budget.rest(options);
     }
     try {
-      return await call();
+      return await call(rest);
     } catch (error) {
       if (error instanceof WorkerUnavailableError && rref.user) {
         rref.user.failure = ownerLost(rref.user, error);
@@ -217,15 +261,50 @@ export class RRefManager implements RRefHost {
   // ---- releasing -------------------------------------------------------------
 
   async release(rref: RRef<unknown>): Promise<void> {
-    if (rref.released) return;
+    if (rref.handle.released) return;
+    rref.handle.released = true;
     this.collected.unregister(rref);
     if (rref.entry) {
-      rref.ownerFlag.released = true;
       rref.entry.localHandles--;
       this.owners.collect(rref.entry);
       return;
     }
-    await this.releaseUser(rref.user!);
+    const state = rref.user!;
+    // The fork goes with its last handle (a fork() of it may still be held).
+    if (--state.handles > 0) return;
+    await this.releaseUser(state);
+  }
+
+  /**
+   * What a call's end does to the RRefs it carried (see RRef.keep): those that
+   * arrived in its arguments and those this worker returned in its result are
+   * released, unless the function kept them.
+   */
+  releaseCallRefs(refs: unknown[]): void {
+    for (const rref of refs) {
+      if (!(rref instanceof RRef) || rref.host !== this || rref.handle.kept) continue;
+      void this.release(rref as RRef<unknown>).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Resolves once every RRef among a call's arguments is usable here: a value
+   * owned here exists (its creation failed: rejects with that failure), a
+   * user fork is confirmed by its owner (or failed: its uses will say why).
+   * Within `timeoutMs` (0 = no limit), else RpcTimeoutError.
+   */
+  async argumentsReady(refs: unknown[], timeoutMs: number): Promise<void> {
+    const waits: Array<Promise<unknown>> = [];
+    for (const rref of refs) {
+      if (!(rref instanceof RRef) || rref.host !== this) continue;
+      if (rref.entry && !rref.entry.created) waits.push(rref.entry.ready);
+      else if (rref.user && !rref.user.confirmed && rref.user.failure === undefined) waits.push(rref.user.confirmation);
+    }
+    if (waits.length > 0) await new Budget(timeoutMs, undefined).wait(Promise.all(waits), () => 'the RRefs among the arguments being usable');
+    for (const rref of refs) {
+      const entry = rref instanceof RRef ? rref.entry : undefined;
+      if (entry?.failure !== undefined) throw creationFailed(entry.rrefId, entry.failure);
+    }
   }
 
   private async releaseUser(state: UserState): Promise<void> {
@@ -255,16 +334,17 @@ export class RRefManager implements RRefHost {
     }
   }
 
+  /** The safety net for handles nobody released: the same as `release()`, when V8 collects them. */
   private onCollected(held: Held): void {
+    if (held.flag.released) return;
+    held.flag.released = true;
     if (held.kind === 'owner') {
-      if (held.flag.released) return;
-      held.flag.released = true;
       held.entry.localHandles--;
       this.owners.collect(held.entry);
       return;
     }
     const state = this.users.get(held.forkId);
-    if (state) void this.releaseUser(state).catch(() => undefined);
+    if (state && --state.handles <= 0) void this.releaseUser(state).catch(() => undefined);
   }
 
   /** Releases every user fork (on shutdown), waiting at most `timeoutMs`. */
@@ -311,7 +391,7 @@ export class RRefManager implements RRefHost {
       // Refused one by one (the rest of the message still decodes): it arrives failed, and its owner and parent drop it.
       this.refuseFork(wire);
       const failure = new RRefError('RREF_LIMIT_EXCEEDED', `worker '${this.selfName}' already holds ${limit} RRefs owned by '${wire.o}' (peerLimits.rrefsPerPeer)`);
-      const refused: UserState = { rrefId: wire.r, owner: wire.o, forkId, confirmed: false, confirmation: Promise.resolve(), failure, released: false, pendingChildren: new Map() };
+      const refused: UserState = { rrefId: wire.r, owner: wire.o, forkId, confirmed: false, confirmation: Promise.resolve(), failure, released: false, pendingChildren: new Map(), handles: 1 };
       return new RRef(this, wire.r, wire.o, refused, undefined);
     }
     const state = this.newUser(wire.r, wire.o, forkId);

@@ -38,6 +38,16 @@ export interface UserState {
   released: boolean;
   /** Forks this worker sent on, not yet confirmed by their holders: forkId -> holder. */
   pendingChildren: Map<string, string>;
+  /** RRef objects (handles) on this fork not released yet: the fork goes with the last. */
+  handles: number;
+}
+
+/** One RRef object's own state, shared with the finalizer (which must not hold the RRef). */
+export interface HandleState {
+  /** This handle was released (by `release()`, the end of a call, or the garbage collector). */
+  released: boolean;
+  /** The code holding this handle keeps it past the call that gave it (`keep()` / `fork()`). */
+  kept: boolean;
 }
 
 /** What an RRef asks of its worker's RRef manager. */
@@ -48,6 +58,9 @@ export interface RRefHost {
   callMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): Promise<unknown>;
   remoteMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): RRef<unknown>;
   release(rref: RRef<unknown>): Promise<void>;
+  fork(rref: RRef<unknown>): RRef<unknown>;
+  /** Resolves once an owner handle's value exists, within the options' timeout; rejects with its creation failure. */
+  waitReady(rref: RRef<unknown>, options: CallOptions): Promise<void>;
 }
 
 const NOT_METHODS = new Set<PropertyKey>(['then', 'catch', 'finally', 'toJSON', 'constructor']);
@@ -80,8 +93,8 @@ export class RRef<T = unknown> {
     /** @internal */ readonly entry: OwnerEntry | undefined,
   ) {}
 
-  /** @internal An owner handle's release flag, shared with the finalizer (which must not hold the RRef). */
-  readonly ownerFlag = { released: false };
+  /** @internal This handle's release and keep flags, shared with the finalizer (which must not hold the RRef). */
+  readonly handle: HandleState = { released: false, kept: false };
 
   /** The owner worker [RRef.owner()]. */
   owner(): WorkerInfo {
@@ -116,12 +129,15 @@ export class RRef<T = unknown> {
     return this.entry.value as T;
   }
 
-  /** A copy of the value here (the value itself on the owner) [RRef.to_here()]. */
+  /**
+   * A copy of the value here (the value itself on the owner) [RRef.to_here()].
+   * `timeoutMs` bounds the whole wait, the value's creation included: past it,
+   * RpcTimeoutError.
+   */
   async toHere(options: CallOptions = {}): Promise<T> {
     this.checkUsable();
     if (this.entry) {
-      await this.entry.ready;
-      if (this.entry.failure !== undefined) throw creationFailed(this.rrefId, this.entry.failure);
+      await this.host.waitReady(this as RRef<unknown>, options);
       return this.entry.value as T;
     }
     return this.host.fetch(this as RRef<unknown>, options) as Promise<T>;
@@ -145,6 +161,47 @@ export class RRef<T = unknown> {
     return proxy<RemoteProxy<T>>((method) => (...args) => this.host.remoteMethod(this as RRef<unknown>, method, args, options));
   }
 
+  /**
+   * Keeps this RRef past the end of the call that gave it to this worker, and
+   * returns it. An RRef that arrives in a call's arguments is released when
+   * the call settles, and one returned in a call's result is released on the
+   * callee once the result is sent (it belongs to the caller then); a function
+   * that stores an RRef it received, or returns one it also keeps, calls
+   * `keep()` and later `release()` [Cap'n Web's `dup()` for stubs passed as
+   * parameters]. Does nothing to the owner: no message is sent.
+   * @throws RRefError 'RREF_RELEASED' when this handle was already released.
+   *
+   * @example
+   * ```ts
+   * const register = remoteFunction('ps.register', (worker: RRef<Worker>) => {
+   *   registered.push(worker.keep());   // still usable after register() returned
+   * });
+   * ```
+   */
+  keep(): this {
+    // A failed RRef may be kept too (its release still tells the owner); a released one is gone.
+    if (this.released) throw new RRefError('RREF_RELEASED', `RRef ${this.rrefId} was released`);
+    this.handle.kept = true;
+    return this;
+  }
+
+  /**
+   * A new handle on the same value, kept by whoever holds it (see
+   * {@link RRef.keep}): this one can still be released (or be released at the
+   * end of the call) without affecting it. The value stays until every
+   * handle is released. Local: no message is sent.
+   * @throws RRefError 'RREF_RELEASED' after release, or why this RRef cannot be used.
+   */
+  fork(): RRef<T> {
+    this.checkUsable();
+    return this.host.fork(this as RRef<unknown>) as RRef<T>;
+  }
+
+  /** True once `keep()` was called on this handle, or it was made by `fork()`. */
+  get kept(): boolean {
+    return this.handle.kept;
+  }
+
   /** Drops this reference; the owner drops the value once no reference is left. Idempotent. */
   release(): Promise<void> {
     return this.host.release(this as RRef<unknown>);
@@ -157,7 +214,7 @@ export class RRef<T = unknown> {
 
   /** True once released. */
   get released(): boolean {
-    return this.user ? this.user.released : this.ownerFlag.released;
+    return this.handle.released || (this.user?.released ?? false);
   }
 
   /** @internal Throws the reason this RRef cannot be used, if any. */

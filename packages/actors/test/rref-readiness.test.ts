@@ -1,0 +1,93 @@
+/**
+ * RRef readiness over every transport: a function starts only once the RRefs
+ * among its arguments are usable where it runs (their values exist on their
+ * owner, their forks are confirmed), and one timeout bounds the whole of an
+ * RRef operation, the wait for its creation included.
+ */
+import test from 'ava';
+import { RpcTimeoutError, RRefError } from '@tensorbus/core';
+import type { RRef } from '../src/index.js';
+import { addNumbers, sleep } from './fixtures/functions.js';
+import { confirmedAtStart, failToCreate, localValueOf, slowCounter } from './fixtures/rref-functions.js';
+import { eventually, rrefsReleased, startGroup, stopAll, stopEverything, transportKinds } from './helpers.js';
+
+test.after.always(stopEverything);
+
+type Counter = { inc(k: number): number };
+
+for (const kind of transportKinds()) {
+  const t = (title: string) => `${kind.name} - rref readiness - ${title}`;
+
+  test(t('an owner uses an RRef it was just asked to create, at once, every time'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const [a] = agents;
+    for (let i = 0; i < 30; i++) {
+      const r = a!.remote('b', addNumbers, [i, 1]);
+      tt.is(await a!.rpcSync('b', localValueOf, [r]), i + 1, `call ${i}`);
+      await r.release();
+    }
+    // The creation takes a while: the owner's function waits for it.
+    const slow = a!.remote('b', sleep, [300, 'made']);
+    tt.is(await a!.rpcSync('b', localValueOf, [slow]), 'made');
+    // The owner is the caller itself.
+    for (let i = 0; i < 30; i++) {
+      const own = a!.remote('a', addNumbers, [i, 2]);
+      tt.is(await a!.rpcSync('a', localValueOf, [own]), i + 2, `own call ${i}`);
+      await own.release();
+    }
+    await slow.release();
+    await rrefsReleased(agents);
+    await stopAll(agents);
+  });
+
+  test(t('a call whose RRef argument failed to be created fails with the creation error, on its owner'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const [a] = agents;
+    const failed = a!.remote('b', failToCreate, []);
+    const error = await tt.throwsAsync(a!.rpcSync('b', localValueOf, [failed]));
+    tt.is((error as RRefError).code, 'RREF_CREATION_FAILED');
+    tt.regex(error!.message, /cannot make this/);
+    await failed.release();
+    await rrefsReleased(agents);
+    await stopAll(agents);
+  });
+
+  test(t('RRef arguments are confirmed by their owner when the function starts'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b', 'c']);
+    const [a] = agents;
+    const ownedByCaller = a!.rref({ v: 1 });
+    const ownedByThird = a!.remote('c', addNumbers, [1, 1]);
+    const justMade = a!.remote('c', sleep, [200, 'later']);
+    for (let i = 0; i < 5; i++) {
+      tt.deepEqual(await a!.rpcSync('b', confirmedAtStart, [[ownedByCaller, ownedByThird, justMade]]), [true, true, true], `call ${i}`);
+    }
+    await Promise.all([ownedByCaller.release(), ownedByThird.release(), justMade.release()]);
+    await rrefsReleased(agents);
+    await stopAll(agents);
+  });
+
+  test(t('a timeout bounds the whole wait: toHere, rpcSync and rpcAsync on an RRef still being created'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const [a, b] = agents;
+    const onB = a!.remote('b', slowCounter, [1_500]) as unknown as RRef<Counter>;
+    const onA = a!.remote('a', slowCounter, [1_500]) as unknown as RRef<Counter>;
+    for (const r of [onB, onA]) {
+      const where = r.isOwner() ? 'owner' : 'user';
+      const started = Date.now();
+      await tt.throwsAsync(r.toHere({ timeoutMs: 10 }), { instanceOf: RpcTimeoutError }, `${where}: toHere`);
+      await tt.throwsAsync(r.rpcSync({ timeoutMs: 10 }).inc(1), { instanceOf: RpcTimeoutError }, `${where}: rpcSync`);
+      await tt.throwsAsync(r.rpcAsync({ timeoutMs: 10 }).inc(1), { instanceOf: RpcTimeoutError }, `${where}: rpcAsync`);
+      const took = Date.now() - started;
+      tt.true(took < 1_000, `${where}: three 10 ms waits took ${took} ms, not the 1.5 s creation`);
+    }
+    // Nothing was sent or left waiting for the timed-out uses; the RRefs still work once made.
+    tt.is(a!.calls.inFlight, 2, 'only the two creations are in flight');
+    tt.is(await onB.rpcSync().inc(2), 2);
+    tt.is(await onA.rpcSync().inc(3), 3);
+    tt.is(await onB.rpcSync().inc(2), 4, 'no timed-out call ran on the value');
+    await Promise.all([onB.release(), onA.release()]);
+    await rrefsReleased([a!, b!]);
+    await eventually(() => a!.calls.inFlight === 0 && b!.calls.inFlight === 0);
+    await stopAll(agents);
+  });
+}
