@@ -6,10 +6,10 @@ import { RemoteError, RpcTimeoutError, tf, WorkerUnavailableError } from '@tenso
 import type { DirectStats } from '@tensorbus/nats-transport';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { startProcessGroup, TIMING, type Timing } from './process-group.js';
-import { add, echo, fail, sleep, whoAmI } from './fixtures/functions.js';
+import { add, addNumbers, echo, fail, sleep, whoAmI } from './fixtures/functions.js';
 import { bytesOf, eventually, patternTensor } from './helpers.js';
-import { pid, rrefStatsHere, stop, tensorsHere } from './fixtures/worker-functions.js';
-import { rrefValue } from './fixtures/rref-functions.js';
+import { pid, rrefCountsHere, rrefStatsHere, stop, tensorsHere } from './fixtures/worker-functions.js';
+import { confirmedAtStart, localValueOf, rrefValue } from './fixtures/rref-functions.js';
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const cli = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
@@ -156,6 +156,28 @@ test.serial('nats processes - 10,000 RRef create/fork/pass/release cycles across
   t.deepEqual(stats, [zero, zero, zero]);
   t.deepEqual(await Promise.all(['p1', 'p2'].map((w) => agent.rpcSync(w, tensorsHere, []))), baseline);
   t.is(tf.memory().numTensors, localBaseline);
+  await Promise.all([agent.rpcSync('p1', stop, []), agent.rpcSync('p2', stop, [])]);
+  await agent.shutdown({ timeoutMs: 10_000 });
+  await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+});
+
+test.serial('nats processes - rref readiness - an owner process uses an RRef it was just asked to create; arguments are confirmed at start and released after, without gc', async (t) => {
+  const { agent, children } = await group(3);
+  for (let i = 0; i < 30; i++) {
+    const r = agent.remote('p1', addNumbers, [i, 1]);
+    t.is(await agent.rpcSync('p1', localValueOf, [r]), i + 1, `call ${i}: the owner waited for the value`);
+    t.deepEqual(await agent.rpcSync('p2', confirmedAtStart, [[r]]), [true], `call ${i}: the fork was confirmed before the function ran`);
+    await r.release();
+  }
+  const zero = { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 };
+  const deadline = Date.now() + 10_000;
+  let stats: unknown[] = [];
+  while (Date.now() < deadline) {
+    stats = [agent.rrefStats(), ...(await Promise.all(['p1', 'p2'].map((w) => agent.rpcSync(w, rrefCountsHere, []))))];
+    if (stats.every((s) => JSON.stringify(s) === JSON.stringify(zero))) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.deepEqual(stats, [zero, zero, zero]);
   await Promise.all([agent.rpcSync('p1', stop, []), agent.rpcSync('p2', stop, [])]);
   await agent.shutdown({ timeoutMs: 10_000 });
   await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
