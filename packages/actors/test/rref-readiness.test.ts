@@ -6,7 +6,7 @@
  */
 import test from 'ava';
 import { RpcTimeoutError, RRefError } from '@tensorbus/core';
-import type { RRef } from '../src/index.js';
+import { RRef as RRefClass, type RRef } from '../src/index.js';
 import { addNumbers, sleep } from './fixtures/functions.js';
 import { confirmedAtStart, failToCreate, localValueOf, slowCounter } from './fixtures/rref-functions.js';
 import { eventually, rrefsReleased, startGroup, stopAll, stopEverything, transportKinds } from './helpers.js';
@@ -88,6 +88,40 @@ for (const kind of transportKinds()) {
     await Promise.all([onB.release(), onA.release()]);
     await rrefsReleased([a!, b!]);
     await eventually(() => a!.calls.inFlight === 0 && b!.calls.inFlight === 0);
+    await stopAll(agents);
+  });
+}
+
+for (const kind of transportKinds()) {
+  const t = (title: string) => `${kind.name} - rref readiness - ${title}`;
+
+  test(t('an RRef whose creation is still on its way reaches its owner first: the owner waits for the creation'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const [a] = agents;
+    for (let i = 0; i < 10; i++) {
+      // The method's creation is sent only once `counter` is confirmed: the call carrying `n` gets there first.
+      const counter = a!.remote('b', slowCounter, [20]) as unknown as RRef<Counter>;
+      const n = counter.remote().inc(i + 1);
+      tt.is(await a!.rpcSync('b', localValueOf, [n]), i + 1, `call ${i}`);
+      await Promise.all([counter.release(), n.release()]);
+    }
+    await rrefsReleased(agents);
+    await stopAll(agents);
+  });
+
+  test(t('an RRef its owner never made fails the call after a bounded wait and leaves nothing behind'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const [a, b] = agents;
+    // A fork of an id b never made (a forged or long-dropped reference), sent by a.
+    const state = { rrefId: 'a.forged.1', owner: 'b', forkId: 'a.forged.2', confirmed: true, confirmation: Promise.resolve(), failure: undefined, released: false, pendingChildren: new Map(), handles: 1 };
+    const forged = new RRefClass(a!.rrefs, state.rrefId, 'b', state, undefined);
+    const started = Date.now();
+    const error = await tt.throwsAsync(a!.rpcSync('b', localValueOf, [forged]));
+    tt.is((error as RRefError).code, 'RREF_CREATION_FAILED');
+    tt.regex(error!.message, /holds no such value/);
+    tt.true(Date.now() - started < 9_000, 'bounded by the wait for a creation on its way (5 s)');
+    state.released = true;
+    await rrefsReleased([a!, b!]);
     await stopAll(agents);
   });
 }

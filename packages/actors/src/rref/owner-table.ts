@@ -44,6 +44,12 @@ export interface OwnerEntry {
   bytes: number;
   /** Last time a peer used or forked this value (Date.now()), for leases. */
   lastUsed: number;
+  /**
+   * Opened for an RRef that reached its owner before the call creating its
+   * value did (a `rref.remote().m()` result, a large creation overtaken):
+   * the creation, when it arrives, fills this entry instead of opening one.
+   */
+  awaitingCreation: boolean;
   /** Gives the value (or the failure to make it), once. */
   settle(value: unknown, failure?: unknown): void;
 }
@@ -129,6 +135,7 @@ export class OwnerTable {
       tensors: new Set(),
       bytes: 0,
       lastUsed: Date.now(),
+      awaitingCreation: false,
       settle: (value, failure) => {
         if (entry.created) return;
         entry.created = true;
@@ -149,6 +156,14 @@ export class OwnerTable {
     };
     this.entries.set(rrefId, entry);
     return entry;
+  }
+
+  /** A creation from `holder` arrives for an entry opened while awaiting it: the entry becomes its value's. */
+  adopt(entry: OwnerEntry, forkId: string, holder: string): void {
+    this.checkRoom(holder, 'value');
+    entry.awaitingCreation = false;
+    entry.creator = holder === this.self ? undefined : holder;
+    this.confirmUser(entry, forkId, holder);
   }
 
   /** Looks at the value's tensors again (after a method ran on it): new ones are kept and counted. */

@@ -38,6 +38,8 @@ export interface RRefStats {
 
 /** How long a fork waits for the creation of its value to reach the owner, ms. */
 const FORK_WAIT_MS = 5_000;
+/** Entries opened here for RRefs that arrived before their creation, at most, at once. */
+const AWAITED_MAX = 1_000;
 /** Deletes kept for one owner declared failed, to send if it comes back. */
 const OWED_PER_OWNER = 10_000;
 
@@ -60,6 +62,8 @@ export class RRefManager implements RRefHost {
   private leaseTimer: NodeJS.Timeout | undefined;
   /** User forks held here, per owner (RRefs that arrive are bounded per owner they name). */
   private readonly usersPerOwner = new PeerCounter();
+  /** Entries awaiting their creation (see OwnerEntry.awaitingCreation) -> their expiry timers. */
+  private readonly awaited = new Map<OwnerEntry, NodeJS.Timeout>();
 
   constructor(readonly agent: RpcAgent) {
     this.owners = new OwnerTable(agent.membership.name, () => agent.options.peerLimits);
@@ -356,6 +360,8 @@ export class RRefManager implements RRefHost {
   /** Forgets everything (after shutdown). */
   clear(): void {
     if (this.leaseTimer) clearInterval(this.leaseTimer);
+    for (const timer of this.awaited.values()) clearTimeout(timer);
+    this.awaited.clear();
     this.leaseTimer = undefined;
     this.owners.clear();
     this.users.clear();
@@ -431,14 +437,38 @@ export class RRefManager implements RRefHost {
 
   /** An RRef to a value of ours came back: an owner handle, and the fork it was is settled. */
   private readOwn(wire: RRefWire): RRef<unknown> {
-    const entry = this.owners.get(wire.r);
-    if (!entry) throw new RRefError('RREF_OWNER_LOST', `RRef ${wire.r} came back to its owner after it was dropped`);
+    const entry = this.owners.get(wire.r) ?? this.awaitCreation(wire);
     const rref = this.ownerHandle(entry);
     if (wire.f) {
       if (wire.p === this.selfName) this.owners.deleteFork(wire.r, wire.f);
       else void sendReliably(this, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
     }
     return rref;
+  }
+
+  /**
+   * An RRef of ours whose value we do not know arrived. Its creation may
+   * still be on its way (it was sent after a confirmation, or overtaken by a
+   * smaller message): an entry awaits it for at most FORK_WAIT_MS, and the
+   * call carrying the RRef waits for it (readiness). Bounded (AWAITED_MAX at
+   * once); an id that was never made, or was dropped, fails that way.
+   */
+  private awaitCreation(wire: RRefWire): OwnerEntry {
+    const dropped = () => new RRefError('RREF_OWNER_LOST', `RRef ${String(wire.r).slice(0, 64)} came back to its owner '${this.selfName}', which holds no such value (dropped, or never made)`);
+    if (!wire.f || !isWireId(wire.r) || !isWireId(wire.f) || this.awaited.size >= AWAITED_MAX || this.stopped()) throw dropped();
+    const entry = this.owners.open(wire.r);
+    entry.awaitingCreation = true;
+    const timer = setTimeout(() => {
+      this.awaited.delete(entry);
+      if (!entry.awaitingCreation) return;
+      entry.awaitingCreation = false;
+      // A creation arriving later must not revive the forks deleted meanwhile.
+      for (const forkId of entry.deleted) this.tombstone(`${entry.rrefId}|${forkId}`);
+      entry.settle(undefined, dropped());
+    }, FORK_WAIT_MS);
+    timer.unref();
+    this.awaited.set(entry, timer);
+    return entry;
   }
 
   // ---- control handlers ------------------------------------------------------
@@ -497,6 +527,13 @@ export class RRefManager implements RRefHost {
     }
     if (forkId !== null && this.tombstones.has(`${rrefId}|${forkId}`)) return undefined;
     const existing = this.owners.get(rrefId);
+    if (existing?.awaitingCreation && forkId !== null) {
+      // An RRef of this value arrived first and waits for it: this creation makes it.
+      this.owners.adopt(existing, forkId, holder);
+      clearTimeout(this.awaited.get(existing));
+      this.awaited.delete(existing);
+      return existing;
+    }
     if (existing) return existing.created || forkId !== null ? undefined : existing;
     if (forkId === null) return undefined;
     this.owners.checkRoom(holder, 'value');
