@@ -79,10 +79,12 @@ for (const kind of transportKinds()) {
     tt.true(self.isOwner());
     tt.is(await self.toHere(), 2);
     tt.is(self.localValue(), 2);
-    tt.is(await b!.rpcSync('a', rrefValue, [b!.remote('a', addNumbers, [3, 4])]), 7);
+    const fromB = b!.remote('a', addNumbers, [3, 4]);
+    tt.is(await b!.rpcSync('a', rrefValue, [fromB]), 7);
     tt.is(await a!.rpcSync('b', rrefValue, [self]), 2, 'a peer reads an RRef its owner passed');
     tt.deepEqual(await a!.rpcSync('a', rrefInfo, [self]), { owner: 'a', isOwner: true }, 'passed to its owner, it is the owner RRef');
-    await self.release();
+    // The caller's own RRefs are its to release (passing them does not).
+    await Promise.all([self.release(), fromB.release()]);
     await allReleased(agents);
     await stopAll(agents);
   });
@@ -96,14 +98,16 @@ for (const kind of transportKinds()) {
     tt.is(await a!.rpcSync('c', rrefValue, [onC]), 21, 'user to owner');
     tt.is(await a!.rpcSync('b', rrefValue, [onC]), 21, 'user to user');
     tt.deepEqual(await a!.rpcSync('b', rrefInfo, [onC]), { owner: 'c', isOwner: false });
-    const total = await a!.rpcSync('b', sumNested, [{ list: [local, onC], map: new Map([['k', a!.rref(5)]]), deep: { r: a!.remote('b', addNumbers, [1, 0]) } }]);
+    const five = a!.rref(5);
+    const onB = a!.remote('b', addNumbers, [1, 0]);
+    const total = await a!.rpcSync('b', sumNested, [{ list: [local, onC], map: new Map([['k', five]]), deep: { r: onB } }]);
     tt.is(total, 10 + 21 + 5 + 1);
     tt.is(await a!.rpcSync('b', confirmedInCallee, [onC]), true, 'confirmedByOwner() inside the callee');
     const t1 = a!.remote('b', tf.ones, [[2]]);
     const t2 = a!.remote('c', tf.ones, [[2]]);
     const sum = await a!.rpcSync('c', rrefAdd, [t1, t2]);
     tt.deepEqual([...(await sum.data())], [2, 2]);
-    for (const r of [local, onC, t1, t2]) await r.release();
+    for (const r of [local, onC, t1, t2, five, onB]) await r.release();
     await allReleased(agents);
     await stopAll(agents);
   });
