@@ -16,6 +16,9 @@ import { eventually, NO_RREFS, rrefsReleased, startGroup, stopAll, stopEverythin
 
 test.after.always(stopEverything);
 
+/** Failure detection with slack for a loaded machine: these tests are about RRefs, not about failures. */
+const SLACK = { failureTimeoutMs: 5_000 };
+
 /** `agent`'s counts, as a plain object. */
 const stats = (agent: RpcAgent) => ({ ...agent.rrefStats() });
 
@@ -23,7 +26,7 @@ for (const kind of transportKinds()) {
   const t = (title: string) => `${kind.name} - rref lifetimes - ${title}`;
 
   test(t('RRefs that arrive as arguments are released when the call settles, nested or not, on success or failure'), async (tt) => {
-    const agents = await startGroup(kind, ['a', 'b', 'c']);
+    const agents = await startGroup(kind, ['a', 'b', 'c'], SLACK);
     const [a, b, c] = agents as [RpcAgent, RpcAgent, RpcAgent];
     const onC = a.remote('c', addNumbers, [20, 1]);
     const local = a.rref(5);
@@ -50,7 +53,7 @@ for (const kind of transportKinds()) {
   });
 
   test(t('a function keeps an RRef argument with keep(), or a handle of its own with fork()'), async (tt) => {
-    const agents = await startGroup(kind, ['a', 'b', 'c']);
+    const agents = await startGroup(kind, ['a', 'b', 'c'], SLACK);
     const [a, b] = agents as [RpcAgent, RpcAgent];
     const tag = `kept-${kind.name}`;
     const onC = a.remote('c', addNumbers, [1, 2]);
@@ -76,7 +79,7 @@ for (const kind of transportKinds()) {
   });
 
   test(t('RRefs in a result belong to the caller: the callee keeps no handle on what it returned'), async (tt) => {
-    const agents = await startGroup(kind, ['a', 'b']);
+    const agents = await startGroup(kind, ['a', 'b'], SLACK);
     const [a] = agents as [RpcAgent];
     const [, b] = agents as [RpcAgent, RpcAgent];
     for (let i = 0; i < 5; i++) {
@@ -91,7 +94,7 @@ for (const kind of transportKinds()) {
 
   // Serial: it counts the process's tensors, which the other tests of this file change.
   test.serial(t('RemoteModule.dispose(), DistributedOptimizer.dispose() and release() bring every worker to zero'), async (tt) => {
-    const agents = await startGroup(kind, ['trainer', 'ps']);
+    const agents = await startGroup(kind, ['trainer', 'ps'], SLACK);
     const [trainer, ps] = agents as [RpcAgent, RpcAgent];
     const baseline = tf.memory().numTensors;
     const module = await RemoteModule.create(trainer, 'ps', Linear, [3, 2]);
