@@ -76,6 +76,13 @@ function proxy<P>(make: (method: string) => (...args: unknown[]) => unknown): P 
  * handle when the callee is this worker) and `agent.rref(value)` (owner
  * handle), or received in arguments and results.
  *
+ * Lifetimes follow calls, not the garbage collector: an RRef received in a
+ * call's arguments is released when the call settles, and one returned in a
+ * call's result is released on the callee once sent, unless kept
+ * ({@link RRef.keep}, {@link RRef.fork}); your own RRefs are released with
+ * `release()` or `await using`. A function runs only once the RRefs among
+ * its arguments are usable (see docs/rref.md).
+ *
  * @example
  * ```ts
  * await using counter = agent.remote('ps', Counter, []);
