@@ -29,6 +29,6 @@ export type { Module } from './remote-module/remote-module.js';
 
 // Calls
 export { remoteFunction, remoteClass } from './registry/functions.js';
-export type { RemoteFunction, RemoteClass, Callable } from './registry/functions.js';
+export type { RemoteFunction, RemoteClass, Callable, RemoteFunctionOptions } from './registry/functions.js';
 export type { CallOptions } from './agent/call-client.js';
 export type { StreamOptions } from './agent/stream-consumer.js';

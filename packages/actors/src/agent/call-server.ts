@@ -11,6 +11,7 @@ import { lookupCallable } from '../registry/functions.js';
 import { disposeTransient } from '../tensors.js';
 import type { CallAuth } from './call-auth.js';
 import { callScope, type CallerIdentity, type CallMeta } from './call-context.js';
+import { CallTensors, outsideCalls } from './call-tensors.js';
 import type { WireContext } from './call-client.js';
 import { CALL, ERROR, OK, parseRequest, type CallRequest } from './call-protocol.js';
 import { callSubject } from './subjects.js';
@@ -51,7 +52,8 @@ export class CallServer {
 
   listen(): void {
     // Only this worker serves its call subject (membership keeps names unique): requests may come direct.
-    this.subscription = this.transport.subscribe(callSubject(this.name), (message) => void this.handle(message), { exclusive: true });
+    // An in-process transport delivers in the sender's async scope: what the request decodes to is not the sender's call's.
+    this.subscription = this.transport.subscribe(callSubject(this.name), (message) => void outsideCalls(() => this.handle(message)), { exclusive: true });
   }
 
   /** From now on, new calls are refused with ShutdownError. */
@@ -102,6 +104,8 @@ export class CallServer {
 
   private async serve(message: InboundMessage, request: CallRequest, context: WireContext, caller: CallerIdentity): Promise<void> {
     let result: unknown;
+    // The tensors the call makes: disposed when it ends, but what it returns or keeps (see call-tensors.ts).
+    let made: CallTensors | undefined;
     try {
       const entry = lookupCallable(request.fn, this.name);
       const produce = () => entry.invoke(request.args);
@@ -110,10 +114,13 @@ export class CallServer {
         result = null;
       } else {
         const run = () => callScope.run({ agent: this.agent, caller: caller.name, verified: caller.verified, meta: request.meta }, async () => produce());
-        result = await this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run)();
+        const wrapped = this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run);
+        if (entry.tidy) made = new CallTensors();
+        result = await (made === undefined ? wrapped() : made.run(wrapped));
       }
     } catch (error) {
       disposeTransient(request.args);
+      made?.close();
       this.answerError(message, context, remoteErrorFrom(this.name, error));
       return;
     }
@@ -123,11 +130,13 @@ export class CallServer {
       bytes = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing([OK, result], context) : defaultCodec.encode([OK, result], context);
     } catch (error) {
       disposeTransient(request.args, result);
+      made?.close();
       const reason = error instanceof Error ? error.message : String(error);
       this.answerError(message, context, errorToWire(new SerializationError(`worker '${this.name}' cannot encode the result of '${request.fn}': ${reason}`)));
       return;
     }
     if (request.kind === CALL) disposeTransient(request.args, result);
+    made?.close();
     try {
       message.respond(bytes);
     } catch {
