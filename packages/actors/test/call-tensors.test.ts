@@ -117,6 +117,23 @@ for (const kind of transportKinds()) {
     w.dispose();
   });
 
+  test.serial(t('a method that replaces a tensor on the object (this.w = this.w + g) frees the one it replaced; one it hands back goes once sent'), async (tt) => {
+    const [a] = await startGroup(kind, ['a', 'b']);
+    const g = tf.tensor1d([1, 2]);
+    const w = tf.tensor1d([0, 0]);
+    const model = a!.remote('b', Scaled, [w]);
+    await model.rpcSync().accumulate(g);
+    const baseline = live();
+    for (let i = 0; i < 50; i++) await model.rpcSync().accumulate(g);
+    tt.is(live(), baseline, 'one stored tensor, however many steps');
+    const taken = await model.rpcSync().take();
+    tt.deepEqual([...taken!.dataSync()], [51, 102]);
+    taken!.dispose();
+    tt.is(live(), baseline - 1, 'the object holds it no more, and the copy sent is disposed');
+    await model.release();
+    tf.dispose([g, w]);
+  });
+
   test.serial(t("a constructor's tensor argument held in a #private field lives as long as the object, and goes with its last reference"), async (tt) => {
     const [a] = await startGroup(kind, ['a', 'b']);
     const x = tf.tensor1d([1, 2]);
