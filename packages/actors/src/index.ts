@@ -16,6 +16,7 @@ export type { WorkerInfo } from './worker-info.js';
 // Remote references
 export { RRef } from './rref/rref.js';
 export type { SyncProxy, AsyncProxy, RemoteProxy } from './rref/rref.js';
+export type { Received } from './received.js';
 export type { RRefStats } from './rref/rref-manager.js';
 
 // Distributed autograd
