@@ -9,6 +9,7 @@ export { initRpc, currentAgent } from './init.js';
 export { RpcAgent } from './agent/rpc-agent.js';
 export type { WorkerRef, ShutdownOptions, RemoteResult, RemoteArgs } from './agent/rpc-agent.js';
 export type { InitRpcOptions } from './agent/options.js';
+export type { TensorbusLogger } from './agent/call-log.js';
 export type { PeerLimits } from './peer-limits.js';
 export { DEFAULT_PEER_LIMITS } from './peer-limits.js';
 export type { WorkerInfo } from './worker-info.js';

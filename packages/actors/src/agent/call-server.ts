@@ -5,11 +5,12 @@
  * error or drops it; it never crashes.
  * @module
  */
-import { defaultCodec, SerializationError, ShutdownError, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
+import { defaultCodec, SerializationError, ShutdownError, UnknownFunctionError, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
 import { errorToWire, releaseOutgoing, remoteErrorFrom, type WireError } from '@tensorbus/core/internal';
-import { lookupCallable } from '../registry/functions.js';
+import { callDescription, lookupCallable, type RegistryEntry } from '../registry/functions.js';
 import { disposeTransient } from '../tensors.js';
 import type { CallAuth } from './call-auth.js';
+import type { CallLog } from './call-log.js';
 import { callScope, type CallerIdentity, type CallMeta } from './call-context.js';
 import { CallTensors, outsideCalls } from './call-tensors.js';
 import type { WireContext } from './call-client.js';
@@ -43,6 +44,7 @@ export class CallServer {
     private readonly agent: unknown,
     private readonly startStream: StreamStarter,
     private readonly auth: CallAuth,
+    private readonly log: CallLog,
   ) {}
 
   /** Adds a wrapper around every call's execution (outermost last). */
@@ -64,6 +66,7 @@ export class CallServer {
   close(): void {
     this.subscription?.unsubscribe();
     this.subscription = undefined;
+    this.log.close();
   }
 
   private async handle(message: InboundMessage): Promise<void> {
@@ -106,9 +109,11 @@ export class CallServer {
     let result: unknown;
     // The tensors the call makes: disposed when it ends, but what it returns or keeps (see call-tensors.ts).
     let made: CallTensors | undefined;
+    let entry: RegistryEntry | undefined;
     try {
-      const entry = lookupCallable(request.fn, this.name);
-      const produce = () => entry.invoke(request.args);
+      entry = lookupCallable(request.fn, this.name);
+      const found = entry;
+      const produce = () => found.invoke(request.args);
       if (request.kind !== CALL) {
         this.startStream(request, produce, caller);
         result = null;
@@ -121,6 +126,8 @@ export class CallServer {
     } catch (error) {
       disposeTransient(request.args);
       made?.close();
+      // The function failed (not the lookup, nor a method the caller named wrongly: those are the caller's to fix).
+      if (entry !== undefined && !(error instanceof UnknownFunctionError)) this.log.failed(callDescription(entry, request.args), caller.name, error);
       this.answerError(message, context, remoteErrorFrom(this.name, error));
       return;
     }

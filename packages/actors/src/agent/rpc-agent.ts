@@ -18,6 +18,7 @@ import { isWorkerInfo, validateWorkerName, type WorkerInfo } from '../worker-inf
 import type { CallMeta } from './call-context.js';
 import { CallClient, type CallOptions } from './call-client.js';
 import { CallServer } from './call-server.js';
+import { CallLog } from './call-log.js';
 import { ControlChannel } from './control.js';
 import { Membership } from './membership.js';
 import type { ResolvedOptions } from './options.js';
@@ -86,7 +87,7 @@ export class RpcAgent {
     this.calls = new CallClient(transport, name, this, () => this.options.rpcTimeoutMs, this.callAuth);
     this.producers = new StreamProducers(transport, name, this, this.control);
     this.consumers = new StreamConsumers(transport, name, this, this.calls, this.control);
-    this.server = new CallServer(transport, name, this, (request, produce, caller) => this.producers.start(request, produce, caller), this.callAuth);
+    this.server = new CallServer(transport, name, this, (request, produce, caller) => this.producers.start(request, produce, caller), this.callAuth, new CallLog(name, options.logger));
     this.control.on('sdstatus', (m) => signStatus(this.membership, m, this.shutdownStatus()));
     this.rrefs = new RRefManager(this);
     this.distAutograd = new DistAutograd(this);

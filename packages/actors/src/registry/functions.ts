@@ -43,6 +43,8 @@ export interface RegistryEntry {
   /** False when the function manages the tensors its calls make (see {@link RemoteFunctionOptions.tidy}). */
   tidy: boolean;
   invoke(args: unknown[]): unknown;
+  /** What a call of it with `args` runs, for the callee's log (protocol functions name the user's method). */
+  describe?(args: unknown[]): string;
 }
 
 const entries = new Map<string, RegistryEntry>();
@@ -138,6 +140,28 @@ export function callableName(fn: unknown): string {
     );
   }
   throw new InvalidArgumentError('fn must be a remoteFunction, a remoteClass, a TensorFlow.js op or a registered name');
+}
+
+/**
+ * Names what the calls of a (protocol) function run in the callee's log: the
+ * user's constructor or method rather than the protocol function. `describe`
+ * gets the call's arguments as they arrived: it must not trust them.
+ */
+export function describeCalls(fn: { readonly remoteName: string }, describe: (args: unknown[]) => string): void {
+  const entry = entries.get(fn.remoteName);
+  if (entry) entry.describe = describe;
+}
+
+/** What a call of `entry` with `args` runs, for the callee's log. */
+export function callDescription(entry: RegistryEntry, args: unknown[]): string {
+  if (entry.describe) {
+    try {
+      return entry.describe(args);
+    } catch {
+      // Falls back to the function's own name.
+    }
+  }
+  return `${entry.kind === 'class' ? 'constructor' : 'function'} '${entry.name}'`;
 }
 
 /** Finds what `name` stands for on this worker, or throws {@link UnknownFunctionError}. */

@@ -10,7 +10,7 @@ import { callScope } from '../agent/call-context.js';
 import { collectTensors } from '../agent/call-tensors.js';
 import { forEachTensor } from '../tensors.js';
 import { accountableName, isWireId } from '../peer-limits.js';
-import { isRegisteredClass, lookupCallable, remoteFunction } from '../registry/functions.js';
+import { describeCalls, isRegisteredClass, lookupCallable, remoteFunction } from '../registry/functions.js';
 import { adoptTensors } from './held-tensors.js';
 import type { OwnerEntry } from './owner-table.js';
 import { remoteMethodOf } from './remote-methods.js';
@@ -107,3 +107,16 @@ export const callValueMethod = remoteFunction('tb.rref.call', async (rrefId: str
   rrefs.owners.rescan(entry);
   return result;
 });
+
+/** A name from the wire, fit for one log line. */
+function shown(name: unknown): string {
+  return typeof name === 'string' ? `'${name.slice(0, 128)}'` : '(malformed)';
+}
+
+// The callee's log names the user's constructor or method, not these functions.
+describeCalls(createValue, (args) => {
+  const spec = args[2] as Partial<{ fn: unknown; method: unknown }> | null | undefined;
+  if (typeof spec?.method === 'string') return `method ${shown(spec.method)} (for remote())`;
+  return `${isRegisteredClass(String(spec?.fn)) ? 'constructor' : 'function'} ${shown(spec?.fn)} (for remote())`;
+});
+describeCalls(callValueMethod, (args) => `method ${shown(args[1])} of an RRef`);
