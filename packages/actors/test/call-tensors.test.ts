@@ -20,6 +20,7 @@ import {
   keeps,
   keptHere,
   Scaled,
+  trainStep,
 } from './fixtures/tensor-functions.js';
 import { eventually, startGroup, stopEverything, transportKinds } from './helpers.js';
 
@@ -181,6 +182,20 @@ for (const kind of transportKinds()) {
     await eventually(() => b!.distAutograd.size === 0);
     await eventually(() => live() === baseline);
     tt.pass();
+    x.dispose();
+  });
+
+  test.serial(t("a trainer's step run as a remote function (context, forward, backward) works, and leaves nothing behind on any worker"), async (tt) => {
+    const [driver, trainer, ps] = await startGroup(kind, ['driver', 'trainer', 'ps']);
+    const module = driver!.remote('ps', Dense, []);
+    await module.toHere().then((copy) => copy.w.dispose());
+    const x = tf.ones([1, 4]);
+    const baseline = live();
+    for (let i = 0; i < 5; i++) tt.is(await driver!.rpcSync('trainer', trainStep, [module, x]), 8);
+    await eventually(() => trainer!.distAutograd.size === 0 && ps!.distAutograd.size === 0);
+    await eventually(() => live() === baseline);
+    tt.pass();
+    await module.release();
     x.dispose();
   });
 }
