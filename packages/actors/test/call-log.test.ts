@@ -60,13 +60,15 @@ for (const kind of transportKinds()) {
     }
   });
 
-  test(t('calls refused before they run (unknown function, unknown method) are answered, not logged'), async (tt) => {
+  test(t('refused calls (unknown function, method or RRef) are answered, not logged'), async (tt) => {
     const calleeLog = recorder();
     const agents = await pair(kind, null, calleeLog);
     try {
       await tt.throwsAsync(agents[0]!.rpcSync('b', 'no.such.function', []), { instanceOf: UnknownFunctionError });
       const ok = agents[0]!.remote('b', Fragile, [false]);
       await tt.throwsAsync((ok.rpcSync() as unknown as { nothing(): Promise<unknown> }).nothing(), { instanceOf: UnknownFunctionError });
+      // An RRef id the callee does not hold (made up, or released).
+      await tt.throwsAsync(agents[0]!.rpcSync('b', 'tb.rref.fetch', ['a.nothing.1']), { instanceOf: RRefError, code: 'RREF_OWNER_LOST' } as never);
       tt.deepEqual(calleeLog.lines, []);
       await ok.release();
     } finally {

@@ -19,6 +19,7 @@ import {
   gradientSum,
   keeps,
   keptHere,
+  Net,
   Scaled,
   trainStep,
 } from './fixtures/tensor-functions.js';
@@ -133,6 +134,17 @@ for (const kind of transportKinds()) {
     tt.is(live(), baseline - 1, 'the object holds it no more, and the copy sent is disposed');
     await model.release();
     tf.dispose([g, w]);
+  });
+
+  test.serial(t('an instance constructed for rpcSync is sent as a copy and freed on the callee, its tf.Variables included'), async (tt) => {
+    const [a] = await startGroup(kind, ['a', 'b']);
+    const baseline = live();
+    for (let i = 0; i < 5; i++) {
+      const copy = await a!.rpcSync('b', Net, []);
+      tt.deepEqual([...copy.w.dataSync()], [1, 1]);
+      copy.w.dispose();
+    }
+    tt.is(live(), baseline, 'no instance left behind with its variable');
   });
 
   test.serial(t("a constructor's tensor argument held in a #private field lives as long as the object, and goes with its last reference"), async (tt) => {

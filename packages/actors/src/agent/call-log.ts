@@ -2,12 +2,36 @@
  * The callee's log of calls that failed: one line per failure (worker,
  * function, caller, error), as PyTorch prints a remote function's exception
  * on the worker that ran it. Only failures of the function itself are
- * logged: a call refused before it ran (unknown function, a sender that
- * cannot be checked, bytes that do not decode) is its sender's fault, and is
- * answered, not logged. At most {@link LINES_PER_SECOND} lines a second, then
+ * logged: a call refused (unknown function or method, a sender that cannot
+ * be checked, bytes that do not decode, an unknown RRef or context, a peer
+ * over its bounds) is its sender's to fix, and is answered, not logged. At most {@link LINES_PER_SECOND} lines a second, then
  * one line counting the rest, so a peer cannot flood the log.
  * @module
  */
+import { TensorbusError } from '@tensorbus/core';
+
+/**
+ * Codes of the errors that refuse a call rather than report a failure of the
+ * function: what the caller asked for does not exist here (a function, a
+ * method, an RRef, a context), is over its bounds, or came malformed. The
+ * caller gets them; logging them would let a peer fill the callee's log.
+ */
+const REFUSALS = new Set([
+  'UNKNOWN_FUNCTION',
+  'SHUTDOWN',
+  'PERMISSION_DENIED',
+  'RREF_OWNER_LOST',
+  'RREF_LIMIT_EXCEEDED',
+  'RREF_CREATION_FAILED',
+  'RREF_RELEASED',
+  'AUTOGRAD_LIMIT_EXCEEDED',
+  'AUTOGRAD_CONTEXT_NOT_FOUND',
+]);
+
+/** True when `error` refuses the call (see {@link REFUSALS}): answered, never logged. */
+export function isRefusal(error: unknown): boolean {
+  return error instanceof TensorbusError && REFUSALS.has(error.code);
+}
 
 /**
  * Where a worker writes its log lines: anything console-compatible

@@ -5,12 +5,13 @@
  * error or drops it; it never crashes.
  * @module
  */
-import { defaultCodec, SerializationError, ShutdownError, UnknownFunctionError, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
+import { defaultCodec, SerializationError, ShutdownError, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
 import { errorToWire, releaseOutgoing, remoteErrorFrom, type WireError } from '@tensorbus/core/internal';
 import { callDescription, lookupCallable, type RegistryEntry } from '../registry/functions.js';
+import { freeInstance } from '../rref/held-tensors.js';
 import { disposeTransient } from '../tensors.js';
 import type { CallAuth } from './call-auth.js';
-import type { CallLog } from './call-log.js';
+import { isRefusal, type CallLog } from './call-log.js';
 import { callScope, type CallerIdentity, type CallMeta } from './call-context.js';
 import { CallTensors, outsideCalls } from './call-tensors.js';
 import type { WireContext } from './call-client.js';
@@ -126,8 +127,8 @@ export class CallServer {
     } catch (error) {
       disposeTransient(request.args);
       made?.close();
-      // The function failed (not the lookup, nor a method the caller named wrongly: those are the caller's to fix).
-      if (entry !== undefined && !(error instanceof UnknownFunctionError)) this.log.failed(callDescription(entry, request.args), caller.name, error);
+      // The function failed; a refusal (unknown function or method, RRef or context, a peer over its bounds) is the caller's to fix.
+      if (entry !== undefined && !isRefusal(error)) this.log.failed(callDescription(entry, request.args), caller.name, error);
       this.answerError(message, context, remoteErrorFrom(this.name, error));
       return;
     }
@@ -143,6 +144,8 @@ export class CallServer {
       return;
     }
     if (request.kind === CALL) disposeTransient(request.args, result);
+    // An instance constructed for rpcSync is sent as a copy: nobody holds the one made here any more.
+    if (entry.kind === 'class') freeInstance(result);
     made?.close();
     try {
       message.respond(bytes);

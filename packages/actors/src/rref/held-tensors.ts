@@ -92,3 +92,14 @@ export function callDispose(value: unknown): void {
     // A failing dispose() must not keep the rest from being freed.
   }
 }
+
+/**
+ * Frees an instance nobody will hold again (constructed for a call whose
+ * reply carried a copy): its `dispose()` runs, then the tensors it holds are
+ * disposed, its own `tf.Variable`s included, but not those a kept value (an
+ * RRef's) holds too.
+ */
+export function freeInstance(value: unknown): void {
+  callDispose(value);
+  for (const tensor of heldTensors(value)) if (!tensor.kept) tensor.dispose();
+}
