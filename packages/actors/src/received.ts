@@ -56,4 +56,6 @@ export type Received<T> = T extends Primitive
                       ? { -readonly [I in keyof T]: Received<T[I]> }
                       : T extends { toJSON(): infer J }
                         ? Received<J>
-                        : { -readonly [K in keyof T as T[K] extends AnyFunction ? never : K]: Received<T[K]> };
+                        : T extends object
+                          ? { -readonly [K in keyof T as T[K] extends AnyFunction ? never : K]: Received<T[K]> }
+                          : T; // unknown says nothing to map (a function called by its name)

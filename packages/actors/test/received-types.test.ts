@@ -25,6 +25,8 @@ expectType<Equal<Received<[tf.Variable, number]>, [tf.Tensor, number]>>();
 expectType<Equal<Received<{ w: tf.Variable; f(): void; n: number }>, { w: tf.Tensor; n: number }>>();
 expectType<Equal<Received<tf.Tensor2D>, tf.Tensor2D>>();
 expectType<Equal<Received<RRef<tf.Variable>>, RRef<tf.Variable>>>();
+expectType<Equal<Received<unknown>, unknown>>();
+expectType<Equal<Received<string | undefined>, string | undefined>>();
 
 type NetInstance = InstanceType<typeof Net>;
 
@@ -45,6 +47,8 @@ export async function typesOfProxies(net: RRef<NetInstance>, module: RemoteModul
   // remote() keeps the result on the owner, where it is the Variable itself.
   const kept = net.remote().parameters();
   expectType<Equal<typeof kept, RRef<tf.Variable[]>>>();
+  const byName = await net.rpcSync().parameters().then(() => undefined as unknown);
+  expectType<Equal<Received<typeof byName>, unknown>>();
   const h = await module.forward(tf.ones([1, 4]));
   expectType<Equal<typeof h, tf.Tensor>>();
 }
