@@ -9,6 +9,7 @@ export { initRpc, currentAgent } from './init.js';
 export { RpcAgent } from './agent/rpc-agent.js';
 export type { WorkerRef, ShutdownOptions, RemoteResult, RemoteArgs } from './agent/rpc-agent.js';
 export type { InitRpcOptions } from './agent/options.js';
+export type { TensorbusLogger } from './agent/call-log.js';
 export type { PeerLimits } from './peer-limits.js';
 export { DEFAULT_PEER_LIMITS } from './peer-limits.js';
 export type { WorkerInfo } from './worker-info.js';
@@ -16,6 +17,7 @@ export type { WorkerInfo } from './worker-info.js';
 // Remote references
 export { RRef } from './rref/rref.js';
 export type { SyncProxy, AsyncProxy, RemoteProxy } from './rref/rref.js';
+export type { Received } from './received.js';
 export type { RRefStats } from './rref/rref-manager.js';
 
 // Distributed autograd
@@ -29,6 +31,6 @@ export type { Module } from './remote-module/remote-module.js';
 
 // Calls
 export { remoteFunction, remoteClass } from './registry/functions.js';
-export type { RemoteFunction, RemoteClass, Callable } from './registry/functions.js';
+export type { RemoteFunction, RemoteClass, Callable, RemoteFunctionOptions } from './registry/functions.js';
 export type { CallOptions } from './agent/call-client.js';
 export type { StreamOptions } from './agent/stream-consumer.js';

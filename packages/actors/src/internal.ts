@@ -15,3 +15,4 @@ export * from './agent/subjects.js';
 export type { CallTap } from './agent/call-client.js';
 export type { CallWrapper } from './agent/call-server.js';
 export { recordingScope, withoutRecording, openContextCount } from './autograd/tape.js';
+export { CallTensors, collectTensors, outsideCalls, madeByCurrentCall } from './agent/call-tensors.js';

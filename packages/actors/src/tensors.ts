@@ -3,7 +3,8 @@
  * receiver. On the callee, tensors that arrived as arguments and tensors the
  * function returned are disposed once the answer is sent, except `tf.Variable`s
  * and tensors the function marked with `tf.keep()` (that is how a function
- * keeps a tensor it stored, e.g. as a parameter).
+ * keeps a tensor it stored, e.g. as a parameter). The tensors the call made
+ * end with it too (call-tensors.ts).
  * @module
  */
 import { defaultCodec, SerializationError, tf } from '@tensorbus/core';

@@ -17,6 +17,7 @@ import { abortError, errorFromWire, releaseOutgoing } from '@tensorbus/core/inte
 import type { CallAuth } from './call-auth.js';
 import type { CallMeta } from './call-context.js';
 import { CALL, OK, parseReply, type StreamOpen, STREAM } from './call-protocol.js';
+import { madeByCurrentCall } from './call-tensors.js';
 import { callSubject } from './subjects.js';
 
 /** Options of one call. */
@@ -121,7 +122,11 @@ export class CallClient {
     try {
       const replyBytes = await this.transport.request(callSubject(to), payload, { timeoutMs, signal: controller.signal, replySink });
       const reply = parseReply(decoder ? decoder.result() : defaultCodec.decode(replyBytes, context));
-      if (reply[0] === OK) return reply[1];
+      if (reply[0] === OK) {
+        // A call made while serving one: its result is that call's, wherever the transport decoded it.
+        madeByCurrentCall(reply[1]);
+        return reply[1];
+      }
       throw errorFromWire(reply[1]);
     } catch (error) {
       // Nobody received it: keep the counters of shutdown's barrier matched.

@@ -7,10 +7,13 @@
  */
 import { defaultCodec, SerializationError, ShutdownError, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
 import { errorToWire, releaseOutgoing, remoteErrorFrom, type WireError } from '@tensorbus/core/internal';
-import { lookupCallable } from '../registry/functions.js';
+import { callDescription, lookupCallable, type RegistryEntry } from '../registry/functions.js';
+import { freeInstance } from '../rref/held-tensors.js';
 import { disposeTransient } from '../tensors.js';
 import type { CallAuth } from './call-auth.js';
+import { isRefusal, type CallLog } from './call-log.js';
 import { callScope, type CallerIdentity, type CallMeta } from './call-context.js';
+import { CallTensors, outsideCalls } from './call-tensors.js';
 import type { WireContext } from './call-client.js';
 import { CALL, ERROR, OK, parseRequest, type CallRequest } from './call-protocol.js';
 import { callSubject } from './subjects.js';
@@ -55,6 +58,7 @@ export class CallServer {
     private readonly agent: unknown,
     private readonly startStream: StreamStarter,
     private readonly auth: CallAuth,
+    private readonly log: CallLog,
   ) {}
 
   /** Adds a wrapper around every call's execution (outermost last). */
@@ -64,7 +68,8 @@ export class CallServer {
 
   listen(): void {
     // Only this worker serves its call subject (membership keeps names unique): requests may come direct.
-    this.subscription = this.transport.subscribe(callSubject(this.name), (message) => void this.handle(message), { exclusive: true });
+    // An in-process transport delivers in the sender's async scope: what the request decodes to is not the sender's call's.
+    this.subscription = this.transport.subscribe(callSubject(this.name), (message) => void outsideCalls(() => this.handle(message)), { exclusive: true });
   }
 
   /** From now on, new calls are refused with ShutdownError. */
@@ -75,6 +80,7 @@ export class CallServer {
   close(): void {
     this.subscription?.unsubscribe();
     this.subscription = undefined;
+    this.log.close();
   }
 
   private async handle(message: InboundMessage): Promise<void> {
@@ -129,20 +135,29 @@ export class CallServer {
 
   private async serve(message: InboundMessage, request: CallRequest, context: WireContext, caller: CallerIdentity, received: unknown[]): Promise<void> {
     let result: unknown;
+    // The tensors the call makes: disposed when it ends, but what it returns or keeps (see call-tensors.ts).
+    let made: CallTensors | undefined;
+    let entry: RegistryEntry | undefined;
     try {
       // A function starts only once the RRefs among its arguments are usable here (their values exist, their forks are confirmed).
       if (received.length > 0) await this.references!.ready(received);
-      const entry = lookupCallable(request.fn, this.name);
-      const produce = () => entry.invoke(request.args);
+      entry = lookupCallable(request.fn, this.name);
+      const found = entry;
+      const produce = () => found.invoke(request.args);
       if (request.kind !== CALL) {
         this.startStream(request, produce, caller);
         result = null;
       } else {
         const run = () => callScope.run({ agent: this.agent, caller: caller.name, verified: caller.verified, meta: request.meta }, async () => produce());
-        result = await this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run)();
+        const wrapped = this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run);
+        if (entry.tidy) made = new CallTensors();
+        result = await (made === undefined ? wrapped() : made.run(wrapped));
       }
     } catch (error) {
       disposeTransient(request.args);
+      made?.close();
+      // The function failed; a refusal (unknown function or method, RRef or context, a peer over its bounds) is the caller's to fix.
+      if (entry !== undefined && !isRefusal(error)) this.log.failed(callDescription(entry, request.args), caller.name, error);
       this.answerError(message, context, remoteErrorFrom(this.name, error));
       return;
     }
@@ -152,11 +167,15 @@ export class CallServer {
       bytes = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing([OK, result], context) : defaultCodec.encode([OK, result], context);
     } catch (error) {
       disposeTransient(request.args, result);
+      made?.close();
       const reason = error instanceof Error ? error.message : String(error);
       this.answerError(message, context, errorToWire(new SerializationError(`worker '${this.name}' cannot encode the result of '${request.fn}': ${reason}`)));
       return;
     }
     if (request.kind === CALL) disposeTransient(request.args, result);
+    // An instance constructed for rpcSync is sent as a copy: nobody holds the one made here any more.
+    if (entry.kind === 'class') freeInstance(result);
+    made?.close();
     try {
       message.respond(bytes);
     } catch {

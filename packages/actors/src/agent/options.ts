@@ -9,6 +9,7 @@ import { natsTransport } from '@tensorbus/nats-transport';
 import { validateWorkerName } from '../worker-info.js';
 import type { MembershipTiming } from './membership.js';
 import { resolvePeerLimits, type PeerLimits } from '../peer-limits.js';
+import { defaultLogger, type TensorbusLogger } from './call-log.js';
 
 /** Options of `initRpc` [init_rpc]. */
 export interface InitRpcOptions extends Partial<MembershipTiming> {
@@ -26,6 +27,13 @@ export interface InitRpcOptions extends Partial<MembershipTiming> {
   initTimeoutMs?: number;
   /** Bounds on the state each peer can make on this worker (RRefs, autograd contexts). See docs/rref.md. */
   peerLimits?: Partial<PeerLimits>;
+  /**
+   * Where this worker logs the calls it served that failed (one line each:
+   * worker, function or method, caller, error), as PyTorch prints a remote
+   * exception on the callee. Console-compatible (`console` works); `null` or
+   * `false` silences it. Default: stderr, silent when `TENSORBUS_QUIET=1`.
+   */
+  logger?: TensorbusLogger | null | false;
 }
 
 /** Options with defaults and environment applied. */
@@ -37,6 +45,8 @@ export interface ResolvedOptions extends MembershipTiming {
   rpcTimeoutMs: number;
   initTimeoutMs: number;
   peerLimits: PeerLimits;
+  /** Undefined: silent. */
+  logger: TensorbusLogger | undefined;
 }
 
 function envInt(key: string): number | undefined {
@@ -81,6 +91,10 @@ export function resolveOptions(options: InitRpcOptions): ResolvedOptions {
     joinSettleMs: options.joinSettleMs ?? 50,
   };
   checkCount('rpcTimeoutMs', options.rpcTimeoutMs, 0);
+  const logger = options.logger;
+  if (logger !== undefined && logger !== null && logger !== false && typeof (logger as Partial<TensorbusLogger>).error !== 'function') {
+    throw new InvalidArgumentError('logger must have an error(line) method (console works), or be null/false to silence it');
+  }
   checkCount('heartbeatMs', timing.heartbeatMs, 1);
   checkCount('failureTimeoutMs', timing.failureTimeoutMs, 1);
   const transport = Promise.resolve(
@@ -97,6 +111,7 @@ export function resolveOptions(options: InitRpcOptions): ResolvedOptions {
     rpcTimeoutMs: options.rpcTimeoutMs ?? 60_000,
     initTimeoutMs: options.initTimeoutMs ?? 120_000,
     peerLimits: resolvePeerLimits(options.peerLimits),
+    logger: logger === undefined ? defaultLogger() : logger || undefined,
     ...timing,
   };
 }

@@ -13,10 +13,12 @@ import {
   type Transport,
 } from '@tensorbus/core';
 import { callableName, type Callable } from '../registry/functions.js';
+import type { Received } from '../received.js';
 import { isWorkerInfo, validateWorkerName, type WorkerInfo } from '../worker-info.js';
 import type { CallMeta } from './call-context.js';
 import { CallClient, type CallOptions } from './call-client.js';
 import { CallServer } from './call-server.js';
+import { CallLog } from './call-log.js';
 import { ControlChannel } from './control.js';
 import { Membership } from './membership.js';
 import type { ResolvedOptions } from './options.js';
@@ -40,7 +42,7 @@ export interface ShutdownOptions {
   timeoutMs?: number;
 }
 
-/** The result type of calling `F` remotely. */
+/** The result type of calling `F` remotely, as the callee makes it (`remote()` keeps it there; `rpcSync` delivers {@link Received} of it). */
 export type RemoteResult<F> = F extends new (...args: never[]) => infer T
   ? T
   : F extends (...args: never[]) => infer R
@@ -85,7 +87,7 @@ export class RpcAgent {
     this.calls = new CallClient(transport, name, this, () => this.options.rpcTimeoutMs, this.callAuth);
     this.producers = new StreamProducers(transport, name, this, this.control);
     this.consumers = new StreamConsumers(transport, name, this, this.calls, this.control);
-    this.server = new CallServer(transport, name, this, (request, produce, caller) => this.producers.start(request, produce, caller), this.callAuth);
+    this.server = new CallServer(transport, name, this, (request, produce, caller) => this.producers.start(request, produce, caller), this.callAuth, new CallLog(name, options.logger));
     this.control.on('sdstatus', (m) => signStatus(this.membership, m, this.shutdownStatus()));
     this.rrefs = new RRefManager(this);
     this.distAutograd = new DistAutograd(this);
@@ -143,8 +145,8 @@ export class RpcAgent {
    * const y = await agent.rpcSync('w1', add, [a, b], { timeoutMs: 5000 });
    * ```
    */
-  rpcSync<F extends Callable<never[], unknown>>(to: WorkerRef, fn: F, args: RemoteArgs<F> | [] = [], options: CallOptions = {}): Promise<RemoteResult<F>> {
-    return this.invoke(to, fn, args as unknown[], options) as Promise<RemoteResult<F>>;
+  rpcSync<F extends Callable<never[], unknown>>(to: WorkerRef, fn: F, args: RemoteArgs<F> | [] = [], options: CallOptions = {}): Promise<Received<RemoteResult<F>>> {
+    return this.invoke(to, fn, args as unknown[], options) as Promise<Received<RemoteResult<F>>>;
   }
 
   /**
@@ -155,8 +157,8 @@ export class RpcAgent {
    * const [y1, y2] = await RpcFuture.all([agent.rpcAsync('w1', add, [a, b]), agent.rpcAsync(2, add, [a, b])]);
    * ```
    */
-  rpcAsync<F extends Callable<never[], unknown>>(to: WorkerRef, fn: F, args: RemoteArgs<F> | [] = [], options: CallOptions = {}): RpcFuture<RemoteResult<F>> {
-    return new RpcFuture(this.invoke(to, fn, args as unknown[], options) as Promise<RemoteResult<F>>);
+  rpcAsync<F extends Callable<never[], unknown>>(to: WorkerRef, fn: F, args: RemoteArgs<F> | [] = [], options: CallOptions = {}): RpcFuture<Received<RemoteResult<F>>> {
+    return new RpcFuture(this.invoke(to, fn, args as unknown[], options) as Promise<Received<RemoteResult<F>>>);
   }
 
   /**

@@ -25,11 +25,12 @@ export const receiveGradients = remoteFunction(GRADS, async (contextId: string, 
   const deadline = typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0 ? Date.now() + Math.min(timeoutMs, 2 ** 31 - 1) : undefined;
   await autograd.receiveGradients(contextId, msgId, grads, caller, deadline);
   return null;
-});
+  // The passes it runs hand their gradients to contexts, which dispose them when released.
+}, { tidy: false });
 
 /** Releases a context here and on the workers it knows (but the caller). */
 export const releaseContext = remoteFunction(RELEASE, async (contextId: string): Promise<null> => {
   const { autograd, caller } = serving();
   await autograd.releaseFrom(contextId, caller);
   return null;
-});
+}, { tidy: false });

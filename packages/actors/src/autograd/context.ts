@@ -111,11 +111,12 @@ export class AutogradContext implements Recorder {
   /** Adds `grad` to the gradient of `variable` (taking ownership of `grad`). */
   accumulate(variable: tf.Variable, grad: Tensor): void {
     const previous = this.grads.get(variable);
+    // Kept: the context owns its gradients until released, even when a call that ran the backward ends first.
     if (previous === undefined) {
-      this.grads.set(variable, grad);
+      this.grads.set(variable, tf.keep(grad));
       return;
     }
-    this.grads.set(variable, tf.add(previous, grad));
+    this.grads.set(variable, tf.keep(tf.add(previous, grad)));
     previous.dispose();
     grad.dispose();
   }

@@ -36,12 +36,13 @@ export const createLocalOptimizer = remoteFunction(
 
 /** Applies the gradients of a context to the variables of an optimizer. */
 export const stepLocalOptimizer = remoteFunction('tb.optim.step', async (ref: RRef<LocalOptimizer>, contextId: string): Promise<number> => {
-  const optimizer = await ref.toHere();
+  // Called on the optimizer's owner: toHere() is the instance itself, not a copy.
+  const optimizer = (await ref.toHere()) as LocalOptimizer;
   return optimizer.step(currentAgent().distAutograd, contextId);
 });
 
 /** Disposes the state of an optimizer. */
 export const disposeLocalOptimizer = remoteFunction('tb.optim.dispose', async (ref: RRef<LocalOptimizer>): Promise<null> => {
-  (await ref.toHere()).dispose();
+  ((await ref.toHere()) as LocalOptimizer).dispose();
   return null;
 });

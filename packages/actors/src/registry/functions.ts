@@ -25,11 +25,26 @@ export type Callable<A extends unknown[] = unknown[], R = unknown> =
   | ((...args: A) => R)
   | string;
 
+/** Options of {@link remoteFunction}. */
+export interface RemoteFunctionOptions {
+  /**
+   * Dispose the tensors a call made that it neither returned nor kept, when
+   * the call ends (default true; see docs/rpc.md "Tensors a call makes").
+   * `false` leaves them all to the function, as plain TensorFlow.js would:
+   * for functions that manage tensor memory themselves (caches, pools).
+   */
+  tidy?: boolean;
+}
+
 /** A resolved entry: run it with `args`. */
 export interface RegistryEntry {
   name: string;
   kind: 'function' | 'class' | 'tfop';
+  /** False when the function manages the tensors its calls make (see {@link RemoteFunctionOptions.tidy}). */
+  tidy: boolean;
   invoke(args: unknown[]): unknown;
+  /** What a call of it with `args` runs, for the callee's log (protocol functions name the user's method). */
+  describe?(args: unknown[]): string;
 }
 
 const entries = new Map<string, RegistryEntry>();
@@ -57,11 +72,16 @@ function checkName(name: unknown): asserts name is string {
  * export const add = remoteFunction('math.add', (a: tf.Tensor, b: tf.Tensor) => tf.add(a, b));
  * const y = await agent.rpcSync('w1', add, [a, b]); // typed Promise<tf.Tensor>
  * ```
+ *
+ * Tensors a call makes and neither returns nor keeps (`tf.keep`, a
+ * `tf.Variable`) are disposed when the call ends, awaits included, as if the
+ * function were wrapped in `tf.tidy`; `{ tidy: false }` turns that off.
  */
-export function remoteFunction<A extends unknown[], R>(name: string, fn: (...args: A) => R): RemoteFunction<A, R> {
+export function remoteFunction<A extends unknown[], R>(name: string, fn: (...args: A) => R, options: RemoteFunctionOptions = {}): RemoteFunction<A, R> {
   checkName(name);
   if (typeof fn !== 'function') throw new InvalidArgumentError(`remoteFunction('${name}') needs a function`);
-  register({ name, kind: 'function', invoke: (args) => fn(...(args as A)) }, fn);
+  if (options.tidy !== undefined && typeof options.tidy !== 'boolean') throw new InvalidArgumentError(`remoteFunction('${name}'): options.tidy must be a boolean`);
+  register({ name, kind: 'function', tidy: options.tidy ?? true, invoke: (args) => fn(...(args as A)) }, fn);
   Object.defineProperty(fn, 'remoteName', { value: name, enumerable: false, configurable: true });
   return fn as RemoteFunction<A, R>;
 }
@@ -78,7 +98,7 @@ export function remoteFunction<A extends unknown[], R>(name: string, fn: (...arg
 export function remoteClass<A extends unknown[], T>(name: string, Class: new (...args: A) => T): RemoteClass<A, T> {
   checkName(name);
   if (typeof Class !== 'function') throw new InvalidArgumentError(`remoteClass('${name}') needs a class`);
-  register({ name, kind: 'class', invoke: (args) => construct(name, Class, args as A) }, Class);
+  register({ name, kind: 'class', tidy: true, invoke: (args) => construct(name, Class, args as A) }, Class);
   Object.defineProperty(Class, 'remoteName', { value: name, enumerable: false, configurable: true });
   return Class as RemoteClass<A, T>;
 }
@@ -122,12 +142,34 @@ export function callableName(fn: unknown): string {
   throw new InvalidArgumentError('fn must be a remoteFunction, a remoteClass, a TensorFlow.js op or a registered name');
 }
 
+/**
+ * Names what the calls of a (protocol) function run in the callee's log: the
+ * user's constructor or method rather than the protocol function. `describe`
+ * gets the call's arguments as they arrived: it must not trust them.
+ */
+export function describeCalls(fn: { readonly remoteName: string }, describe: (args: unknown[]) => string): void {
+  const entry = entries.get(fn.remoteName);
+  if (entry) entry.describe = describe;
+}
+
+/** What a call of `entry` with `args` runs, for the callee's log. */
+export function callDescription(entry: RegistryEntry, args: unknown[]): string {
+  if (entry.describe) {
+    try {
+      return entry.describe(args);
+    } catch {
+      // Falls back to the function's own name.
+    }
+  }
+  return `${entry.kind === 'class' ? 'constructor' : 'function'} '${entry.name}'`;
+}
+
 /** Finds what `name` stands for on this worker, or throws {@link UnknownFunctionError}. */
 export function lookupCallable(name: string, worker: string): RegistryEntry {
   const entry = entries.get(name);
   if (entry) return entry;
   const op = tfOpByName(name);
-  if (op) return { name, kind: 'tfop', invoke: (args) => op(...args) };
+  if (op) return { name, kind: 'tfop', tidy: true, invoke: (args) => op(...args) };
   throw new UnknownFunctionError(
     `worker '${worker}' has no function '${name}': register it with remoteFunction/remoteClass in a module that worker imports`,
   );

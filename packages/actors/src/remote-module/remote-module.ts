@@ -8,6 +8,7 @@
  */
 import { InvalidArgumentError, RpcFuture, type tf } from '@tensorbus/core';
 import type { RemoteArgs, RpcAgent, WorkerRef } from '../agent/rpc-agent.js';
+import type { Received } from '../received.js';
 import type { RemoteClass } from '../registry/functions.js';
 import type { RRef } from '../rref/rref.js';
 import { checkModule, disposeModule, moduleParameters } from './module-functions.js';
@@ -19,7 +20,7 @@ export interface Module {
 }
 
 type ForwardArgs<M extends Module> = M['forward'] extends (...args: infer A) => unknown ? A : never;
-type ForwardResult<M extends Module> = Awaited<ReturnType<M['forward']>>;
+type ForwardResult<M extends Module> = Received<Awaited<ReturnType<M['forward']>>>;
 
 /**
  * A module living on another worker.

@@ -5,6 +5,10 @@
  * arrays, Maps, Sets and plain objects, to a bounded depth and size, skipping
  * RRefs and framework objects (an agent referenced from a field must not make
  * every value it owns look held by this one).
+ *
+ * What a walk cannot see (`#private` fields, closures) a value holds only by
+ * adoption: the tensors a registered class's constructor was given or made
+ * are adopted by the instance it made, and live as long as it does.
  * @module
  */
 import { tf } from '@tensorbus/core';
@@ -17,6 +21,22 @@ const MAX_DEPTH = 16;
 const MAX_OBJECTS = 50_000;
 
 const opaque = new WeakSet<object>();
+/** Tensors an object holds where a walk cannot see them (see the module comment). */
+const adopted = new WeakMap<object, Set<Tensor>>();
+
+/**
+ * Makes `tensors` part of what `owner` holds, whether or not its fields show
+ * them; a non-object owner adopts nothing.
+ */
+export function adoptTensors(owner: unknown, tensors: Iterable<Tensor>): void {
+  if (owner === null || typeof owner !== 'object' || owner instanceof tf.Tensor) return;
+  let set = adopted.get(owner);
+  for (const tensor of tensors) {
+    if (tensor.isDisposed) continue;
+    if (set === undefined) adopted.set(owner, (set = new Set()));
+    set.add(tensor);
+  }
+}
 
 /** Marks `object` as never walked (agents, managers: they reference every value). */
 export function markOpaque(object: object): void {
@@ -35,6 +55,8 @@ export function heldTensors(value: unknown): Set<Tensor> {
     }
     if (seen.has(node) || opaque.has(node) || ArrayBuffer.isView(node) || node instanceof ArrayBuffer || node instanceof Promise) return;
     seen.add(node);
+    const own = adopted.get(node);
+    if (own !== undefined) for (const tensor of own) if (!tensor.isDisposed) found.add(tensor);
     if (Array.isArray(node) || node instanceof Set) {
       for (const item of node) walk(item, depth + 1);
     } else if (node instanceof Map) {
@@ -69,4 +91,15 @@ export function callDispose(value: unknown): void {
   } catch {
     // A failing dispose() must not keep the rest from being freed.
   }
+}
+
+/**
+ * Frees an instance nobody will hold again (constructed for a call whose
+ * reply carried a copy): its `dispose()` runs, then the tensors it holds are
+ * disposed, its own `tf.Variable`s included, but not those a kept value (an
+ * RRef's) holds too.
+ */
+export function freeInstance(value: unknown): void {
+  callDispose(value);
+  for (const tensor of heldTensors(value)) if (!tensor.kept) tensor.dispose();
 }

@@ -12,9 +12,22 @@
  */
 import { RRefError, tf } from '@tensorbus/core';
 import { PeerCounter, tensorBytes, type PeerLimits } from '../peer-limits.js';
+import { madeByCurrentCall } from '../agent/call-tensors.js';
 import { callDispose, heldTensors } from './held-tensors.js';
 
 type Tensor = tf.Tensor;
+
+/**
+ * A tensor no kept value holds any more (a method replaced or dropped it):
+ * no longer kept, it ends with the call that let it go, unless that call
+ * returns it (then it goes once sent) or keeps it otherwise. Variables stay
+ * their owner's.
+ */
+function letGo(tensor: Tensor): void {
+  if (tensor.isDisposed || tensor instanceof tf.Variable) return;
+  tensor.kept = false;
+  madeByCurrentCall(tensor);
+}
 
 /** One value owned here. */
 export interface OwnerEntry {
@@ -178,7 +191,7 @@ export class OwnerTable {
       // Kept so a call returning it (toHere, a getter method) does not dispose it.
       tf.keep(tensor);
     }
-    for (const tensor of entry.tensors) if (!now.has(tensor)) this.unhold(tensor);
+    for (const tensor of entry.tensors) if (!now.has(tensor) && this.unhold(tensor) === 0) letGo(tensor);
     entry.tensors = now;
     if (entry.creator !== undefined) this.bytes.add(entry.creator, bytes - entry.bytes);
     entry.bytes = bytes;

@@ -5,10 +5,13 @@
  * RRef id fails at once and leaves nothing behind.
  * @module
  */
-import { RRefError } from '@tensorbus/core';
+import { RRefError, type tf } from '@tensorbus/core';
 import { callScope } from '../agent/call-context.js';
+import { collectTensors } from '../agent/call-tensors.js';
+import { forEachTensor } from '../tensors.js';
 import { accountableName, isWireId } from '../peer-limits.js';
-import { isRegisteredClass, lookupCallable, remoteFunction } from '../registry/functions.js';
+import { describeCalls, isRegisteredClass, lookupCallable, remoteFunction } from '../registry/functions.js';
+import { adoptTensors } from './held-tensors.js';
 import type { OwnerEntry } from './owner-table.js';
 import { remoteMethodOf } from './remote-methods.js';
 import type { RRefManager } from './rref-manager.js';
@@ -58,8 +61,10 @@ export const createValue = remoteFunction('tb.rref.create', async (rrefId: strin
     let value: unknown;
     if (target === undefined) {
       const fn = (spec as { fn: string }).fn;
+      const callable = lookupCallable(fn, rrefs.selfName);
       entry.ownsVariables = isRegisteredClass(fn);
-      value = await lookupCallable(fn, rrefs.selfName).invoke(spec.args);
+      if (entry.ownsVariables) value = construct(callable.invoke, spec.args);
+      else value = await callable.invoke(spec.args);
     } else {
       const { method } = spec as { method: string };
       value = await remoteMethodOf(await valueOf(target), method, rrefs.selfName)(...spec.args);
@@ -74,6 +79,21 @@ export const createValue = remoteFunction('tb.rref.create', async (rrefId: strin
   return null;
 });
 
+/**
+ * A new instance of a registered class: the tensors its constructor was given
+ * or made are the instance's (kept while it lives, freed with it), whether it
+ * stored them where the owner can see (its fields) or not (`#private` fields,
+ * closures). A constructor runs once per instance, so this keeps at most what
+ * the constructor saw.
+ */
+function construct(invoke: (args: unknown[]) => unknown, args: unknown[]): unknown {
+  const { result, made } = collectTensors(() => invoke(args));
+  const given: tf.Tensor[] = [];
+  forEachTensor(args, (tensor) => given.push(tensor));
+  adoptTensors(result, [...given, ...made]);
+  return result;
+}
+
 /** A copy of the value, for a user's `toHere()`. */
 export const fetchValue = remoteFunction('tb.rref.fetch', async (rrefId: string) => valueOf(entryOf(manager(), rrefId)));
 
@@ -87,3 +107,16 @@ export const callValueMethod = remoteFunction('tb.rref.call', async (rrefId: str
   rrefs.owners.rescan(entry);
   return result;
 });
+
+/** A name from the wire, fit for one log line. */
+function shown(name: unknown): string {
+  return typeof name === 'string' ? `'${name.slice(0, 128)}'` : '(malformed)';
+}
+
+// The callee's log names the user's constructor or method, not these functions.
+describeCalls(createValue, (args) => {
+  const spec = args[2] as Partial<{ fn: unknown; method: unknown }> | null | undefined;
+  if (typeof spec?.method === 'string') return `method ${shown(spec.method)} (for remote())`;
+  return `${isRegisteredClass(String(spec?.fn)) ? 'constructor' : 'function'} ${shown(spec?.fn)} (for remote())`;
+});
+describeCalls(callValueMethod, (args) => `method ${shown(args[1])} of an RRef`);

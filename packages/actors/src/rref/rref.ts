@@ -6,17 +6,18 @@
  */
 import { RpcFuture, RRefError, type TensorbusError } from '@tensorbus/core';
 import type { CallOptions } from '../agent/call-client.js';
+import type { Received } from '../received.js';
 import type { WorkerInfo } from '../worker-info.js';
 import type { OwnerEntry } from './owner-table.js';
 
-/** The async version of T's methods (what `rref.rpcSync()` exposes). */
+/** The async version of T's methods (what `rref.rpcSync()` exposes), resolving to what their results arrive as. */
 export type SyncProxy<T> = {
-  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Received<Awaited<R>>> : never;
 };
 
-/** T's methods returning futures (what `rref.rpcAsync()` exposes). */
+/** T's methods returning futures (what `rref.rpcAsync()` exposes) of what their results arrive as. */
 export type AsyncProxy<T> = {
-  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => RpcFuture<Awaited<R>> : never;
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => RpcFuture<Received<Awaited<R>>> : never;
 };
 
 /** T's methods returning RRefs to their results, on the same owner (what `rref.remote()` exposes). */
@@ -137,17 +138,18 @@ export class RRef<T = unknown> {
   }
 
   /**
-   * A copy of the value here (the value itself on the owner) [RRef.to_here()].
-   * `timeoutMs` bounds the whole wait, the value's creation included: past it,
-   * RpcTimeoutError.
+   * A copy of the value here [RRef.to_here()], typed as what arrives over the
+   * wire (a class instance as its data fields, a tf.Variable as a tensor); on
+   * the owner, the value itself (which has at least that). `timeoutMs` bounds
+   * the whole wait, the value's creation included: past it, RpcTimeoutError.
    */
-  async toHere(options: CallOptions = {}): Promise<T> {
+  async toHere(options: CallOptions = {}): Promise<Received<T>> {
     this.checkUsable();
     if (this.entry) {
       await this.host.waitReady(this as RRef<unknown>, options);
-      return this.entry.value as T;
+      return this.entry.value as Received<T>;
     }
-    return this.host.fetch(this as RRef<unknown>, options) as Promise<T>;
+    return this.host.fetch(this as RRef<unknown>, options) as Promise<Received<T>>;
   }
 
   /**

@@ -1,0 +1,129 @@
+/**
+ * The tensors a call makes, and their end with the call: PyTorch frees a
+ * function's intermediates when nothing refers to them; TensorFlow.js frees
+ * nothing unless told, and its `tf.tidy` cannot span an `await`. So each call
+ * a worker serves collects the tensors made while it runs (by the function,
+ * by the ops it runs, by the replies of calls it makes), following its async
+ * chain with AsyncLocalStorage, and when the call ends every one of them is
+ * disposed except:
+ *
+ * - what the call returns (sent first, then disposed as results always are),
+ * - `tf.Variable`s, and tensors marked with `tf.keep()`,
+ * - what a value kept by an RRef holds (the owner table keeps those: the
+ *   fields of an instance a method or constructor stored them in),
+ * - tensors a collection was handed on to (see {@link collectTensors}).
+ *
+ * It is TensorFlow.js's own rule for `tf.tidy`, applied across awaits. The
+ * engine's `trackTensor` is hooked once per process; while no call collects,
+ * the hook costs one integer comparison per tensor made.
+ * @module
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { tf } from '@tensorbus/core';
+import { forEachTensor } from '../tensors.js';
+
+type Tensor = tf.Tensor;
+
+/** The tensors one call (or one part of it) made, in the order made. */
+export class CallTensors {
+  private readonly made = new Set<Tensor>();
+  private open = true;
+
+  constructor() {
+    install();
+    collecting++;
+  }
+
+  /** How many tensors it holds now (for tests and diagnostics). */
+  get size(): number {
+    return this.made.size;
+  }
+
+  /** Counts `tensor` as made by this call (no-op once closed: late timers of a finished call keep theirs). */
+  add(tensor: Tensor): void {
+    if (this.open && !(tensor instanceof tf.Variable)) this.made.add(tensor);
+  }
+
+  /** Runs `fn` so that the tensors it makes, across awaits, are this call's. */
+  run<T>(fn: () => T): T {
+    return scope.run(this, fn);
+  }
+
+  /** Stops collecting and hands the tensors made, still alive, to the caller (who now owns them). */
+  handOver(): Tensor[] {
+    const alive = [...this.made].filter((tensor) => !tensor.isDisposed);
+    this.stop();
+    return alive;
+  }
+
+  /** Stops collecting and disposes what was made and nobody kept; returns how many it disposed. */
+  close(): number {
+    let disposed = 0;
+    for (const tensor of this.made) {
+      if (tensor.isDisposed || tensor.kept) continue;
+      tensor.dispose();
+      disposed++;
+    }
+    this.stop();
+    return disposed;
+  }
+
+  private stop(): void {
+    if (!this.open) return;
+    this.open = false;
+    this.made.clear();
+    collecting--;
+  }
+}
+
+const scope = new AsyncLocalStorage<CallTensors | undefined>();
+const HOOKED = Symbol.for('tensorbus.callTensors.hooked');
+
+/** Collections open in this process: the hook does nothing while it is 0. */
+let collecting = 0;
+
+interface TrackingEngine {
+  trackTensor(tensor: Tensor, backend: unknown): void;
+  [HOOKED]?: true;
+}
+
+function install(): void {
+  const engine = tf.engine() as unknown as TrackingEngine;
+  if (engine[HOOKED]) return;
+  engine[HOOKED] = true;
+  const trackTensor = engine.trackTensor;
+  // trackTensor runs once for each tensor made (ops, tf.tensor, clones, decoded tensors), never for re-tracking by tf.tidy.
+  engine.trackTensor = function (this: TrackingEngine, tensor: Tensor, backend: unknown): void {
+    trackTensor.call(this, tensor, backend);
+    if (collecting > 0) scope.getStore()?.add(tensor);
+  };
+}
+
+/**
+ * Runs `fn` in a collection of its own and returns its result with the
+ * tensors it made; they are the caller's now (a constructor's tensors go to
+ * the instance it made). For synchronous `fn` only.
+ */
+export function collectTensors<T>(fn: () => T): { result: T; made: Tensor[] } {
+  const collection = new CallTensors();
+  let result: T;
+  try {
+    result = collection.run(fn);
+  } catch (error) {
+    collection.close();
+    throw error;
+  }
+  return { result, made: collection.handOver() };
+}
+
+/** Runs `fn` outside any call's collection (a transport may deliver a request in its sender's async scope). */
+export function outsideCalls<T>(fn: () => T): T {
+  return scope.run(undefined, fn);
+}
+
+/** Counts the tensors in `value` as made by the running call, if any (replies decoded where the running code cannot be seen). */
+export function madeByCurrentCall(value: unknown): void {
+  if (collecting === 0) return;
+  const current = scope.getStore();
+  if (current !== undefined) forEachTensor(value, (tensor) => current.add(tensor));
+}
