@@ -32,3 +32,5 @@ export { remoteFunction, remoteClass } from './registry/functions.js';
 export type { RemoteFunction, RemoteClass, Callable } from './registry/functions.js';
 export type { CallOptions } from './agent/call-client.js';
 export type { StreamOptions } from './agent/stream-consumer.js';
+export { RpcStream } from './agent/rpc-stream.js';
+export { concatMapStream } from './agent/concat-map-stream.js';

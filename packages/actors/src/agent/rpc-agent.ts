@@ -23,6 +23,7 @@ import type { ResolvedOptions } from './options.js';
 import { signStatus, staticBarrier, type ShutdownStatus } from './shutdown.js';
 import { CallAuth } from './call-auth.js';
 import { StreamConsumers, type StreamOptions } from './stream-consumer.js';
+import type { RpcStream } from './rpc-stream.js';
 import { StreamProducers } from './stream-producer.js';
 import { RRefManager, type RRefStats } from '../rref/rref-manager.js';
 import type { RRef } from '../rref/rref.js';
@@ -191,15 +192,19 @@ export class RpcAgent {
 
   /**
    * Streams what `fn(...args)` yields on `to` (an AsyncIterable or Observable
-   * there). Cold: each subscription runs the function once. Unsubscribing
-   * cancels the producer; a slow subscriber slows it through bounded credit.
+   * there). Cold: each subscription (or iteration) runs the function once.
+   * Unsubscribing cancels the producer; a slow consumer slows it through
+   * bounded credit, returned as the consumer finishes with items: when a
+   * subscriber's `next` returns, when a `for await` loop asks for the next
+   * item, or when `concatMapStream`'s work for an item completes.
    *
    * @example
    * ```ts
    * agent.rpcStream('w1', countTo, [5]).subscribe((n) => console.log(n));
+   * for await (const n of agent.rpcStream<number>('w1', countTo, [5])) await save(n);
    * ```
    */
-  rpcStream<T = unknown>(to: WorkerRef, fn: Callable<never[], unknown>, args: unknown[] = [], options: StreamOptions = {}): Observable<T> {
+  rpcStream<T = unknown>(to: WorkerRef, fn: Callable<never[], unknown>, args: unknown[] = [], options: StreamOptions = {}): RpcStream<T> {
     this.checkRunning();
     const name = this.resolveLive(to);
     const fnName = callableName(fn);
