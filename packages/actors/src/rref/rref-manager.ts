@@ -22,6 +22,7 @@ import { sendReliably } from './reliable.js';
 import { CHILD_ACCEPT, DELETE, FORK, type CreateSpec, type RRefWire } from './rref-protocol.js';
 import { creationFailed, RRef, type RRefHost, type UserState } from './rref.js';
 import { createValue, fetchValue, callValueMethod } from './rref-functions.js';
+import { rrefBackward } from './rref-backward.js';
 
 /** Counts of `agent.rrefStats()`. */
 export interface RRefStats {
@@ -182,6 +183,10 @@ export class RRefManager implements RRefHost {
 
   async callMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): Promise<unknown> {
     return this.onOwner(rref, () => this.agent.calls.call(rref.ownerName(), callValueMethod.remoteName, [rref.rrefId, method, args], this.agent.meta(rref.ownerName()), options));
+  }
+
+  backward(rref: RRef<unknown>, contextId: string | undefined, retainGraph: boolean): Promise<void> {
+    return rrefBackward(this.agent, rref, contextId, retainGraph, (call) => this.onOwner(rref, call));
   }
 
   remoteMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): RRef<unknown> {

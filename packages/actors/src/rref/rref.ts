@@ -48,6 +48,7 @@ export interface RRefHost {
   callMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): Promise<unknown>;
   remoteMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): RRef<unknown>;
   release(rref: RRef<unknown>): Promise<void>;
+  backward(rref: RRef<unknown>, contextId: string | undefined, retainGraph: boolean): Promise<void>;
 }
 
 const NOT_METHODS = new Set<PropertyKey>(['then', 'catch', 'finally', 'toJSON', 'constructor']);
@@ -143,6 +144,30 @@ export class RRef<T = unknown> {
   /** Runs the value's methods on the owner, keeping their results there [RRef.remote()]. */
   remote(options: CallOptions = {}): RemoteProxy<T> {
     return proxy<RemoteProxy<T>>((method) => (...args) => this.host.remoteMethod(this as RRef<unknown>, method, args, options));
+  }
+
+  /**
+   * Runs the distributed backward pass from this RRef's value, a scalar
+   * float32 tensor, on its owner [RRef.backward]: gradients accumulate in the
+   * context on every worker involved, as with `distAutograd.backward`.
+   * `contextId` defaults to the context the calling code runs in; there must
+   * be one (TensorFlow.js keeps no graph on tensors, so there is no local
+   * backward outside a context), and the call must run inside it.
+   * `retainGraph` keeps the graph for another backward (gradients then add up).
+   * @throws AutogradError 'AUTOGRAD_CONTEXT_NOT_FOUND' outside a context
+   *   ('AUTOGRAD_BACKWARD_FAILED' as `distAutograd.backward` fails);
+   *   InvalidArgumentError when the value is not a scalar float32 tensor.
+   *
+   * @example
+   * ```ts
+   * await agent.distAutograd.context(async (ctxId) => {
+   *   const loss = agent.remote('ps', lossOf, [batch]);   // RRef<tf.Scalar>
+   *   await loss.backward(ctxId);
+   * });
+   * ```
+   */
+  backward(contextId?: string, retainGraph = false): Promise<void> {
+    return this.host.backward(this as RRef<unknown>, contextId, retainGraph);
   }
 
   /** Drops this reference; the owner drops the value once no reference is left. Idempotent. */
