@@ -34,3 +34,7 @@ export type { CallOptions } from './agent/call-client.js';
 export type { StreamOptions } from './agent/stream-consumer.js';
 export { RpcStream } from './agent/rpc-stream.js';
 export { concatMapStream } from './agent/concat-map-stream.js';
+
+// Profiling
+export { RpcProfile } from './agent/profiler.js';
+export type { RpcEvent, ProfileOptions, ChromeTraceEvent } from './agent/profiler.js';

@@ -13,6 +13,7 @@ import type { CallAuth } from './call-auth.js';
 import { callScope, type CallerIdentity, type CallMeta } from './call-context.js';
 import type { WireContext } from './call-client.js';
 import { CALL, ERROR, OK, parseRequest, type CallRequest } from './call-protocol.js';
+import type { WireTiming } from './profiler.js';
 import { callSubject } from './subjects.js';
 
 /**
@@ -65,6 +66,8 @@ export class CallServer {
   }
 
   private async handle(message: InboundMessage): Promise<void> {
+    // For a profiled call's report (when its request asks; the caller's profiler decides).
+    const arrivedAt = performance.now();
     this.running++;
     try {
       if (!message.reply) {
@@ -94,14 +97,15 @@ export class CallServer {
         this.answerError(message, undefined, errorToWire(error));
         return;
       }
-      await this.serve(message, request, context, caller);
+      await this.serve(message, request, context, caller, arrivedAt);
     } finally {
       this.running--;
     }
   }
 
-  private async serve(message: InboundMessage, request: CallRequest, context: WireContext, caller: CallerIdentity): Promise<void> {
+  private async serve(message: InboundMessage, request: CallRequest, context: WireContext, caller: CallerIdentity, arrivedAt: number): Promise<void> {
     let result: unknown;
+    let timing: WireTiming | undefined;
     try {
       const entry = lookupCallable(request.fn, this.name);
       const produce = () => entry.invoke(request.args);
@@ -110,7 +114,10 @@ export class CallServer {
         result = null;
       } else {
         const run = () => callScope.run({ agent: this.agent, caller: caller.name, verified: caller.verified, meta: request.meta }, async () => produce());
+        const startedAt = request.meta.prof === 1 ? performance.now() : 0;
         result = await this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run)();
+        // The caller profiles this call: say how long it waited here and how long it ran, µs.
+        if (request.meta.prof === 1) timing = { q: (startedAt - arrivedAt) * 1000, x: (performance.now() - startedAt) * 1000 };
       }
     } catch (error) {
       disposeTransient(request.args);
@@ -119,8 +126,9 @@ export class CallServer {
     }
     let bytes: Payload;
     try {
+      const reply = timing ? [OK, result, timing] : [OK, result];
       // A large result is read out of tensor memory as it is sent (it is kept until then).
-      bytes = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing([OK, result], context) : defaultCodec.encode([OK, result], context);
+      bytes = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing(reply, context) : defaultCodec.encode(reply, context);
     } catch (error) {
       disposeTransient(request.args, result);
       const reason = error instanceof Error ? error.message : String(error);

@@ -24,6 +24,7 @@ import { signStatus, staticBarrier, type ShutdownStatus } from './shutdown.js';
 import { CallAuth } from './call-auth.js';
 import { StreamConsumers, type StreamOptions } from './stream-consumer.js';
 import type { RpcStream } from './rpc-stream.js';
+import type { ProfileOptions, RpcProfile } from './profiler.js';
 import { StreamProducers } from './stream-producer.js';
 import { RRefManager, type RRefStats } from '../rref/rref-manager.js';
 import type { RRef } from '../rref/rref.js';
@@ -209,6 +210,38 @@ export class RpcAgent {
     const name = this.resolveLive(to);
     const fnName = callableName(fn);
     return this.consumers.open<T>(name, fnName, args, () => this.meta(name), options);
+  }
+
+  /**
+   * Records every call this agent makes while `fn` runs (awaited), and
+   * resolves with the profile [torch.autograd.profiler.profile with RPC
+   * events]: per call its worker, function, request and reply bytes, and
+   * where its time went (encode, the callee's queue and run as the callee
+   * reports them, transport, decode). The profile is agent-wide: calls made
+   * meanwhile by other code on this agent are in it too. If `fn` throws, the
+   * profile stops and this rejects with the error.
+   *
+   * @example
+   * ```ts
+   * const profile = await agent.profile(async () => {
+   *   await agent.rpcSync('ps', getWeights, []);
+   * });
+   * writeFileSync('trace.json', JSON.stringify(profile.toChromeTrace()));
+   * ```
+   */
+  async profile(fn: () => unknown, options: ProfileOptions = {}): Promise<RpcProfile> {
+    const profile = this.calls.profiler.start(options);
+    try {
+      await fn();
+    } finally {
+      profile.stop();
+    }
+    return profile;
+  }
+
+  /** Starts recording calls until the returned profile's `stop()` (see {@link profile}). */
+  startProfile(options: ProfileOptions = {}): RpcProfile {
+    return this.calls.profiler.start(options);
   }
 
   /**
