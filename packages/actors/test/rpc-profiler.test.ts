@@ -84,6 +84,10 @@ for (const kind of transportKinds()) {
     tt.is(profile.dropped, 1, 'beyond maxEvents calls are counted, not kept');
     await tt.throwsAsync(a!.profile(() => a!.rpcSync('b', fail, ['inside'])), { instanceOf: RemoteError });
     tt.false(await a!.rpcSync('b', askedForReport, []), 'a profile whose block threw stopped');
+    const timedOut = await a!.profile(() => a!.rpcSync('b', sleep, [400], { timeoutMs: 50 }).catch(() => undefined));
+    tt.is(timedOut.events.length, 1);
+    tt.is(timedOut.events[0]!.error, 'RPC_TIMEOUT', 'a call that got no reply is recorded with its error');
+    tt.is(timedOut.events[0]!.remoteUs, undefined);
     await stopAll(agents);
   });
 }

@@ -110,6 +110,7 @@ export class CallClient {
     const payload = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing(request, context) : defaultCodec.encode(request, context);
     const sentAt = profiled ? performance.now() : 0;
     let arrivedAt = 0;
+    let recorded = false;
     let replyBytesLength = 0;
     let decoder: FrameDecoder | undefined;
     let over = false;
@@ -134,13 +135,16 @@ export class CallClient {
         replyBytesLength ||= replyBytes.byteLength;
       }
       const reply = parseReply(decoder ? decoder.result() : defaultCodec.decode(replyBytes, context));
-      if (profiled) this.recordCall(to, fn, startedAt, sentAt, arrivedAt, payload.byteLength, replyBytesLength, reply[0] === OK ? reply[2] : undefined, reply[0] === OK ? undefined : reply[1].code);
+      if (profiled) {
+        recorded = true;
+        this.recordCall(to, fn, startedAt, sentAt, arrivedAt, payload.byteLength, replyBytesLength, reply[0] === OK ? reply[2] : undefined, reply[0] === OK ? undefined : reply[1].code);
+      }
       if (reply[0] === OK) return reply[1];
       throw errorFromWire(reply[1]);
     } catch (error) {
-      if (profiled && arrivedAt === 0) {
-        const now = performance.now();
-        this.recordCall(to, fn, startedAt, sentAt, now, payload.byteLength, 0, undefined, (error as { code?: string }).code ?? 'ERROR');
+      // A call that failed before its reply was read (timeout, abort, departure, a malformed reply) is recorded too.
+      if (profiled && !recorded) {
+        this.recordCall(to, fn, startedAt, sentAt, arrivedAt || performance.now(), payload.byteLength, replyBytesLength, undefined, (error as { code?: string }).code ?? 'ERROR');
       }
       // Nobody received it: keep the counters of shutdown's barrier matched.
       if ((error as { code?: string }).code === 'WORKER_UNAVAILABLE' && !controller.signal.aborted) this.sentTo[to]!--;
