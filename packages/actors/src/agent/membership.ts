@@ -12,8 +12,8 @@
  *   with a heartbeat and the joiner gives up.
  * - ids: a static group's ranks are given or numbered by name; a second
  *   claimant of a taken rank is refused with DuplicateWorkerError (a holder
- *   answers its hello with `mine`; between two joiners the greater instance id
- *   gives up). A dynamic worker claims the smallest id nobody it knows holds,
+ *   answers its hello with `mine`; between two joiners the later one, by start
+ *   time then instance id, gives up). A dynamic worker claims the smallest id nobody it knows holds,
  *   claims or held; the first claim of an id in the bus's order wins (a claim
  *   seen before one's own echo beats it; a claimant whose echo came first, or
  *   a holder, answers a later claim with `mine`), and the loser claims again.
@@ -445,7 +445,9 @@ export class Membership {
       }
     }
     const holder = message.k === 'hb' || message.k === 'mine';
-    if (holder || this.inst > message.inst) {
+    // Between two joiners the later one gives up (start time, then instance id): a claimant that came first keeps its rank.
+    const later = this.joinedAt > message.t || (this.joinedAt === message.t && this.inst > message.inst);
+    if (holder || later) {
       if (!this.conflict) {
         this.conflict = new DuplicateWorkerError(
           `rank ${this.id} of the static group of ${this.worldSize} is already taken by worker '${message.n}': give each worker its own rank`,
