@@ -13,8 +13,8 @@
  * - ids: a static group's ranks are given or numbered by name; a second
  *   claimant of a taken rank is refused with DuplicateWorkerError (a holder
  *   answers its hello with `mine`; between two joiners the later one, by start
- *   time then instance id, gives up). A dynamic worker claims the smallest id nobody it knows holds,
- *   claims or held; the first claim of an id in the bus's order wins (a claim
+ *   time then instance id, gives up). A dynamic worker claims the smallest id
+ *   nobody it knows holds, claims or held; the first claim of an id in the bus's order wins (a claim
  *   seen before one's own echo beats it; a claimant whose echo came first, or
  *   a holder, answers a later claim with `mine`), and the loser claims again.
  *   An id is final once `join` resolves and never changes.
