@@ -34,3 +34,9 @@ export { remoteFunction, remoteClass } from './registry/functions.js';
 export type { RemoteFunction, RemoteClass, Callable, RemoteFunctionOptions } from './registry/functions.js';
 export type { CallOptions } from './agent/call-client.js';
 export type { StreamOptions } from './agent/stream-consumer.js';
+export { RpcStream } from './agent/rpc-stream.js';
+export { concatMapStream } from './agent/concat-map-stream.js';
+
+// Profiling
+export { RpcProfile } from './agent/profiler.js';
+export type { RpcEvent, ProfileOptions, ChromeTraceEvent } from './agent/profiler.js';

@@ -52,6 +52,57 @@ for (const kind of transportKinds()) {
     await Promise.all(agents.map((a) => a.shutdown()));
   });
 
+  test(t('static group: a second worker claiming a taken rank is refused with DuplicateWorkerError; the first keeps it'), async (tt) => {
+    const group = newGroup(kind);
+    const first = initRpc({ name: 'first', rank: 0, worldSize: 2, transport: group.transport() });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const error = await tt.throwsAsync(initRpc({ name: 'second', rank: 0, worldSize: 2, transport: group.transport() }), { instanceOf: DuplicateWorkerError });
+    tt.is(error!.code, 'DUPLICATE_WORKER');
+    tt.regex(error!.message, /rank 0/);
+    const other = await initRpc({ name: 'other', rank: 1, worldSize: 2, transport: group.transport() });
+    const a = await first;
+    for (const agent of [a, other]) tt.deepEqual(agent.workers(), [{ name: 'first', id: 0 }, { name: 'other', id: 1 }]);
+    tt.is(await other.rpcSync(0, addNumbers, [1, 2]), 3);
+    await Promise.all([a.shutdown(), other.shutdown()]);
+  });
+
+  test(t('static group: two workers claiming one rank at once: exactly one wins, the group forms with it'), async (tt) => {
+    const group = newGroup(kind);
+    const claims = [
+      initRpc({ name: 'x', rank: 1, worldSize: 2, transport: group.transport() }),
+      initRpc({ name: 'y', rank: 1, worldSize: 2, transport: group.transport() }),
+    ];
+    const zero = initRpc({ name: 'z', rank: 0, worldSize: 2, transport: group.transport() });
+    const results = await Promise.allSettled(claims);
+    const won = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<Awaited<ReturnType<typeof initRpc>>>).value);
+    tt.is(won.length, 1);
+    tt.true((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason instanceof DuplicateWorkerError);
+    const z = await zero;
+    await eventually(() => z.workers().length === 2);
+    tt.deepEqual(z.workers(), [{ name: 'z', id: 0 }, { name: won[0]!.self.name, id: 1 }]);
+    await Promise.all([z.shutdown(), won[0]!.shutdown()]);
+  });
+
+  test(t('dynamic group: workers joining at once get unique ids, final when initRpc resolves'), async (tt) => {
+    const group = newGroup(kind);
+    const names = ['j0', 'j1', 'j2', 'j3', 'j4', 'j5'];
+    const agents = await Promise.all(names.map((name) => initRpc({ name, heartbeatMs: 100, failureTimeoutMs: 2_000, transport: group.transport() })));
+    const ids = agents.map((a) => a.self.id);
+    tt.is(new Set(ids).size, names.length, `ids at initRpc: ${ids.join(',')}`);
+    tt.true(ids.every((id) => id >= 0 && id < names.length), `ids at initRpc: ${ids.join(',')}`);
+    await eventually(() => agents.every((a) => a.workers().length === names.length && a.workers().every((w) => w.id >= 0)));
+    // Past many heartbeats: nobody moved.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    tt.deepEqual(agents.map((a) => a.self.id), ids);
+    const expected = names.map((name, i) => ({ name, id: ids[i]! })).sort((p, q) => p.id - q.id);
+    for (const agent of agents) tt.deepEqual(agent.workers(), expected);
+    // A newcomer after a departure gets an id no living worker holds.
+    await agents[0]!.shutdown();
+    const late = await initRpc({ name: 'late', transport: group.transport() });
+    tt.false(ids.slice(1).includes(late.self.id), `late got ${late.self.id}`);
+    await stopAll([...agents.slice(1), late]);
+  });
+
   test(t('static group without ranks numbers workers by name'), async (tt) => {
     const group = newGroup(kind);
     const agents = await Promise.all(['c', 'a', 'b'].map((name) => initRpc({ name, worldSize: 3, transport: group.transport() })));

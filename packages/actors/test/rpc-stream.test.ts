@@ -1,7 +1,7 @@
 import test from 'ava';
-import { firstValueFrom, from, interval, map, take, toArray } from 'rxjs';
+import { firstValueFrom, from, interval, lastValueFrom, map, take, toArray } from 'rxjs';
 import { RemoteError, UnknownFunctionError } from '@tensorbus/core';
-import { remoteFunction } from '../src/index.js';
+import { concatMapStream, remoteFunction } from '../src/index.js';
 import { countTo, produced, producedSoFar } from './fixtures/functions.js';
 import { startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
@@ -67,6 +67,59 @@ for (const kind of transportKinds()) {
     });
     tt.true(maxAhead > 0, 'the producer does run ahead of the subscriber');
     tt.true(maxAhead <= credit + 1, `producer ran ${maxAhead} items ahead with credit ${credit}`);
+    await stopAll(agents);
+  });
+
+  test(t('an async consumer (concatMapStream with async work) holds the producer within its credit'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const credit = 4;
+    const tag = `async-${kind.name}`;
+    let maxAhead = 0;
+    let finished = 0;
+    const results = await lastValueFrom(
+      agents[0]!.rpcStream<number>('b', countTo, [60, tag], { credit }).pipe(
+        concatMapStream(async (n) => {
+          await new Promise((resolve) => setTimeout(resolve, 4));
+          // The producer runs in this process too: how far it got while this work was under way.
+          maxAhead = Math.max(maxAhead, (produced.get(tag) ?? 0) - finished);
+          finished++;
+          return n * 10;
+        }),
+        toArray(),
+      ),
+    );
+    tt.deepEqual(results, Array.from({ length: 60 }, (_, i) => i * 10));
+    tt.true(maxAhead > 1, 'the producer does run ahead of the consumer');
+    tt.true(maxAhead <= credit + 2, `producer ran ${maxAhead} items ahead with credit ${credit}`);
+    await stopAll(agents);
+  });
+
+  test(t('for await pulls items: the producer stays within credit of the loop; leaving the loop cancels it'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const credit = 4;
+    const tag = `pull-${kind.name}`;
+    let maxAhead = 0;
+    const seen: number[] = [];
+    for await (const n of agents[0]!.rpcStream<number>('b', countTo, [1_000_000, tag], { credit })) {
+      await new Promise((resolve) => setTimeout(resolve, 3));
+      maxAhead = Math.max(maxAhead, (produced.get(tag) ?? 0) - seen.length - 1);
+      seen.push(n);
+      if (seen.length === 40) break;
+    }
+    tt.deepEqual(seen, Array.from({ length: 40 }, (_, i) => i));
+    tt.true(maxAhead <= credit + 2, `producer ran ${maxAhead} items ahead with credit ${credit}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const after = await agents[0]!.rpcSync('b', producedSoFar, [tag]);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    tt.is(await agents[0]!.rpcSync('b', producedSoFar, [tag]), after, 'the producer stopped');
+    const errors: unknown[] = [];
+    try {
+      for await (const item of agents[0]!.rpcStream('b', failingStream, [])) errors.push(item);
+    } catch (error) {
+      errors.push(error);
+    }
+    tt.is(errors[0], 1);
+    tt.true(errors[1] instanceof RemoteError, 'a failing producer throws out of the loop');
     await stopAll(agents);
   });
 

@@ -57,6 +57,21 @@ export class RpcFuture<T> implements PromiseLike<T> {
     return new RpcFuture(Promise.all(futures as readonly PromiseLike<unknown>[]) as unknown as Promise<T>);
   }
 
+  /**
+   * Waits for every future and resolves with one result per future, in order,
+   * shaped as `Promise.allSettled` gives them; it never rejects, so one failed
+   * call does not hide the others' values [torch.futures.collect_all].
+   *
+   * @example
+   * ```ts
+   * const results = await RpcFuture.allSettled([agent.rpcAsync('w1', f, []), agent.rpcAsync('w2', f, [])]);
+   * for (const r of results) if (r.status === 'rejected') console.log(r.reason);
+   * ```
+   */
+  static allSettled<T extends readonly unknown[]>(futures: { [K in keyof T]: PromiseLike<T[K]> }): RpcFuture<{ -readonly [K in keyof T]: PromiseSettledResult<Awaited<T[K]>> }> {
+    return new RpcFuture(Promise.allSettled(futures as readonly PromiseLike<unknown>[]) as unknown as Promise<{ -readonly [K in keyof T]: PromiseSettledResult<Awaited<T[K]>> }>);
+  }
+
   then<R1 = T, R2 = never>(
     onFulfilled?: ((value: T) => R1 | PromiseLike<R1>) | null,
     onRejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,

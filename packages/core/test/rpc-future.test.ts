@@ -116,3 +116,21 @@ test.serial('rpc-future - an unobserved rejected future does not produce an unha
   }
   t.deepEqual(unhandled, []);
 });
+
+test('rpc-future - RpcFuture.allSettled waits for every future and reports each outcome in order', async (t) => {
+  const slow = deferred<number>();
+  const failing = deferred<string>();
+  const settled = RpcFuture.allSettled([new RpcFuture(slow.promise), new RpcFuture(failing.promise), RpcFuture.resolve(3)]);
+  const error = new Error('second failed');
+  failing.reject(error);
+  await tick();
+  t.false(settled.done(), 'a rejection does not settle it before the others');
+  slow.resolve(1);
+  const results = await settled;
+  t.deepEqual(results, [
+    { status: 'fulfilled', value: 1 },
+    { status: 'rejected', reason: error },
+    { status: 'fulfilled', value: 3 },
+  ]);
+  t.deepEqual(await RpcFuture.allSettled([]), []);
+});

@@ -18,6 +18,7 @@ import type { CallAuth } from './call-auth.js';
 import type { CallMeta } from './call-context.js';
 import { CALL, OK, parseReply, type StreamOpen, STREAM } from './call-protocol.js';
 import { madeByCurrentCall } from './call-tensors.js';
+import { checkRemoteTiming, Profiler } from './profiler.js';
 import { callSubject } from './subjects.js';
 
 /** Options of one call. */
@@ -52,6 +53,8 @@ export class CallClient {
   readonly sentTo: Record<string, number> = {};
   /** Observers of calls (see {@link CallTap}). */
   readonly taps: CallTap[] = [];
+  /** The agent's profiles: while one records, calls are measured (see profiler.ts). */
+  readonly profiler = new Profiler();
   private readonly pending = new Map<string, Set<AbortController>>();
 
   constructor(
@@ -103,13 +106,24 @@ export class CallClient {
   }
 
   private async send(to: string, request: unknown[], fn: string, options: CallOptions): Promise<unknown> {
+    // Only calls (not stream openings) are profiled; unprofiled calls measure nothing.
+    const profiled = request[0] === CALL && this.profiler.recording;
+    const startedAt = profiled ? performance.now() : 0;
+    if (profiled) (request[3] as CallMeta).prof = 1;
     const context: WireContext = { agent: this.agent, peer: to };
     // Large tensors are read out of tensor memory as they are sent, and a large reply is decoded as it arrives.
     const payload = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing(request, context) : defaultCodec.encode(request, context);
+    const sentAt = profiled ? performance.now() : 0;
+    let arrivedAt = 0;
+    let recorded = false;
+    let replyBytesLength = 0;
     let decoder: FrameDecoder | undefined;
     let over = false;
     // A reply that comes after the call is over (timed out, aborted) is not decoded at all.
-    const replySink = (byteLength: number) => (over ? undefined : (decoder = defaultCodec.decoder(byteLength, context)));
+    const replySink = (byteLength: number) => {
+      if (profiled) replyBytesLength = byteLength;
+      return over ? undefined : (decoder = defaultCodec.decoder(byteLength, context));
+    };
     const controller = new AbortController();
     const onAbort = () => controller.abort(abortError(options.signal));
     if (options.signal?.aborted) onAbort();
@@ -121,7 +135,15 @@ export class CallClient {
     this.sentTo[to] = (this.sentTo[to] ?? 0) + 1;
     try {
       const replyBytes = await this.transport.request(callSubject(to), payload, { timeoutMs, signal: controller.signal, replySink });
+      if (profiled) {
+        arrivedAt = performance.now();
+        replyBytesLength ||= replyBytes.byteLength;
+      }
       const reply = parseReply(decoder ? decoder.result() : defaultCodec.decode(replyBytes, context));
+      if (profiled) {
+        recorded = true;
+        this.recordCall(to, fn, startedAt, sentAt, arrivedAt, payload.byteLength, replyBytesLength, reply[0] === OK ? reply[2] : undefined, reply[0] === OK ? undefined : reply[1].code);
+      }
       if (reply[0] === OK) {
         // A call made while serving one: its result is that call's, wherever the transport decoded it.
         madeByCurrentCall(reply[1]);
@@ -129,6 +151,10 @@ export class CallClient {
       }
       throw errorFromWire(reply[1]);
     } catch (error) {
+      // A call that failed before its reply was read (timeout, abort, departure, a malformed reply) is recorded too.
+      if (profiled && !recorded) {
+        this.recordCall(to, fn, startedAt, sentAt, arrivedAt || performance.now(), payload.byteLength, replyBytesLength, undefined, (error as { code?: string }).code ?? 'ERROR');
+      }
       // Nobody received it: keep the counters of shutdown's barrier matched.
       if ((error as { code?: string }).code === 'WORKER_UNAVAILABLE' && !controller.signal.aborted) this.sentTo[to]!--;
       throw this.explain(error, controller, to, fn, timeoutMs);
@@ -141,6 +167,29 @@ export class CallClient {
       set.delete(controller);
       if (set.size === 0) this.pending.delete(to);
     }
+  }
+
+  /** Records a call that ended into the recording profiles; `timing` is the callee's report, checked here. */
+  private recordCall(to: string, fn: string, startedAt: number, sentAt: number, arrivedAt: number, requestBytes: number, responseBytes: number, timing: unknown, error: string | undefined): void {
+    const endedAt = performance.now();
+    const roundTripUs = (arrivedAt - sentAt) * 1000;
+    const remote = checkRemoteTiming(timing, roundTripUs);
+    this.profiler.record({
+      name: `rpc#${fn}(${this.self} -> ${to})`,
+      worker: to,
+      caller: this.self,
+      function: fn,
+      requestBytes,
+      responseBytes,
+      startedAt,
+      durationUs: (endedAt - startedAt) * 1000,
+      encodeUs: (sentAt - startedAt) * 1000,
+      queueUs: remote?.queueUs,
+      remoteUs: remote?.remoteUs,
+      transportUs: roundTripUs - (remote ? remote.queueUs + remote.remoteUs : 0),
+      decodeUs: (endedAt - arrivedAt) * 1000,
+      ...(error !== undefined ? { error: String(error).slice(0, 64) } : {}),
+    });
   }
 
   private explain(error: unknown, controller: AbortController, to: string, fn: string, timeoutMs: number): unknown {

@@ -2,10 +2,12 @@
  * The call protocol's messages. A call is one request on the callee's call
  * subject; its reply is one message. Both are codec frames of small arrays.
  *
- *   request: [CALL,   fnName, args, meta]        -> reply [OK, value] | [ERROR, WireError]
+ *   request: [CALL,   fnName, args, meta]        -> reply [OK, value] | [OK, value, {q, x}] | [ERROR, WireError]
  *   request: [STREAM, fnName, args, meta, open]  -> reply [OK, null]  | [ERROR, WireError]
  *
- * See docs/rpc.md for the flows and guarantees.
+ * The third element of an OK reply is the callee's timing report (µs of
+ * queueing and of the run), sent only when the request's meta has `prof: 1`
+ * (the caller is profiling). See docs/rpc.md for the flows and guarantees.
  * @module
  */
 import { SerializationError } from '@tensorbus/core';
@@ -41,8 +43,8 @@ export interface CallRequest {
   open?: StreamOpen;
 }
 
-/** A decoded reply. */
-export type CallReply = [typeof OK, unknown] | [typeof ERROR, WireError];
+/** A decoded reply (an OK reply may carry the callee's timing report, unchecked here). */
+export type CallReply = [typeof OK, unknown, unknown?] | [typeof ERROR, WireError];
 
 /** Checks a decoded request's shape; throws {@link SerializationError} if it is not one. */
 export function parseRequest(value: unknown): CallRequest {
@@ -68,7 +70,7 @@ export function parseRequest(value: unknown): CallRequest {
 
 /** Checks a decoded reply's shape. */
 export function parseReply(value: unknown): CallReply {
-  if (!Array.isArray(value) || value.length !== 2 || (value[0] !== OK && value[0] !== ERROR)) {
+  if (!Array.isArray(value) || !(value.length === 2 || (value.length === 3 && value[0] === OK)) || (value[0] !== OK && value[0] !== ERROR)) {
     throw new SerializationError('reply is not a tensorbus reply');
   }
   if (value[0] === ERROR && (typeof value[1] !== 'object' || value[1] === null)) {

@@ -16,6 +16,7 @@ import { callScope, type CallerIdentity, type CallMeta } from './call-context.js
 import { CallTensors, outsideCalls } from './call-tensors.js';
 import type { WireContext } from './call-client.js';
 import { CALL, ERROR, OK, parseRequest, type CallRequest } from './call-protocol.js';
+import type { WireTiming } from './profiler.js';
 import { callSubject } from './subjects.js';
 
 /**
@@ -84,6 +85,8 @@ export class CallServer {
   }
 
   private async handle(message: InboundMessage): Promise<void> {
+    // For a profiled call's report (when its request asks; the caller's profiler decides).
+    const arrivedAt = performance.now();
     this.running++;
     try {
       if (!message.reply) {
@@ -117,14 +120,14 @@ export class CallServer {
         return;
       }
       if (request.kind !== CALL || this.references === undefined) {
-        await this.serve(message, request, context, caller, []);
+        await this.serve(message, request, context, caller, [], arrivedAt);
         return;
       }
       // The RRefs a call carries live as long as the call, unless its function keeps them: those it received,
       // and those its result hands to the caller.
       const sent: unknown[] = [];
       try {
-        await this.serve(message, request, { ...context, sent }, caller, received);
+        await this.serve(message, request, { ...context, sent }, caller, received, arrivedAt);
       } finally {
         if (received.length + sent.length > 0) this.references.settled(received, sent);
       }
@@ -133,8 +136,9 @@ export class CallServer {
     }
   }
 
-  private async serve(message: InboundMessage, request: CallRequest, context: WireContext, caller: CallerIdentity, received: unknown[]): Promise<void> {
+  private async serve(message: InboundMessage, request: CallRequest, context: WireContext, caller: CallerIdentity, received: unknown[], arrivedAt: number): Promise<void> {
     let result: unknown;
+    let timing: WireTiming | undefined;
     // The tensors the call makes: disposed when it ends, but what it returns or keeps (see call-tensors.ts).
     let made: CallTensors | undefined;
     let entry: RegistryEntry | undefined;
@@ -151,7 +155,10 @@ export class CallServer {
         const run = () => callScope.run({ agent: this.agent, caller: caller.name, verified: caller.verified, meta: request.meta }, async () => produce());
         const wrapped = this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run);
         if (entry.tidy) made = new CallTensors();
+        const startedAt = request.meta.prof === 1 ? performance.now() : 0;
         result = await (made === undefined ? wrapped() : made.run(wrapped));
+        // The caller profiles this call: say how long it waited here and how long it ran, µs.
+        if (request.meta.prof === 1) timing = { q: (startedAt - arrivedAt) * 1000, x: (performance.now() - startedAt) * 1000 };
       }
     } catch (error) {
       disposeTransient(request.args);
@@ -163,8 +170,9 @@ export class CallServer {
     }
     let bytes: Payload;
     try {
+      const reply = timing ? [OK, result, timing] : [OK, result];
       // A large result is read out of tensor memory as it is sent (it is kept until then).
-      bytes = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing([OK, result], context) : defaultCodec.encode([OK, result], context);
+      bytes = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing(reply, context) : defaultCodec.encode(reply, context);
     } catch (error) {
       disposeTransient(request.args, result);
       made?.close();

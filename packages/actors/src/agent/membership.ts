@@ -10,6 +10,14 @@
  *   window). Two joiners of one name: the greater instance id gives up. A
  *   joiner against a worker that already holds the name: the holder answers
  *   with a heartbeat and the joiner gives up.
+ * - ids: a static group's ranks are given or numbered by name; a second
+ *   claimant of a taken rank is refused with DuplicateWorkerError (a holder
+ *   answers its hello with `mine`; between two joiners the later one, by start
+ *   time then instance id, gives up). A dynamic worker claims the smallest id
+ *   nobody it knows holds, claims or held; the first claim of an id in the bus's order wins (a claim
+ *   seen before one's own echo beats it; a claimant whose echo came first, or
+ *   a holder, answers a later claim with `mine`), and the loser claims again.
+ *   An id is final once `join` resolves and never changes.
  * - heartbeats: every worker broadcasts `hb` every `heartbeatMs`; a worker not
  *   heard from for `failureTimeoutMs` is declared failed (while this worker's
  *   own connection is up) and `gone$` fires so pending calls fail fast.
@@ -48,6 +56,12 @@ const ECHO_LIMIT_MS = 2_000;
 const MAX_MEMBERS = 4096;
 /** Departed workers remembered (why they left, and their keys against replays); the oldest go first. */
 const MAX_DEPARTED = 4096;
+/**
+ * Claims a dynamic joiner makes before it gives up. Each lost claim excludes
+ * its id, and a rival can hold one id per name it binds (at most MAX_MEMBERS),
+ * so a hostile peer delays a joiner by a bounded number of rounds, never forever.
+ */
+const MAX_ID_CLAIMS = 64;
 
 /** Timing of the membership protocol. */
 export interface MembershipTiming {
@@ -69,17 +83,21 @@ interface Binding {
 
 interface Member extends Binding {
   info: WorkerInfo;
+  /** The id this member claims while it joins a dynamic group (not final). */
+  claimed?: number;
   joinedAt: number;
   lastSeen: number;
 }
 
 interface Departed extends Binding {
   reason: Departure['reason'];
+  /** Its id: not handed out again while remembered (a worker declared failed may still live). */
+  id: number;
 }
 
 /** An announcement on the members subject or a `here` on a control subject. */
 export interface Announcement extends ControlMessage {
-  k: 'hello' | 'sync' | 'hb' | 'bye' | 'here' | 'query';
+  k: 'hello' | 'sync' | 'hb' | 'bye' | 'here' | 'query' | 'claim' | 'mine';
   n: string;
   id: number;
   inst: string;
@@ -94,7 +112,16 @@ export interface Announcement extends ControlMessage {
   reply?: string;
 }
 
-const KINDS = new Set(['hello', 'sync', 'hb', 'bye', 'here']);
+const KINDS = new Set(['hello', 'sync', 'hb', 'bye', 'here', 'claim', 'mine']);
+
+/** A dynamic joiner's claim of an id, in flight. */
+interface Claim {
+  id: number;
+  /** Its own claim came back through the bus: claims of the id seen from now on came later. */
+  echoed: boolean;
+  /** Someone holds the id or claimed it first. */
+  lost: boolean;
+}
 
 /** What an announcement's signature covers. */
 export function signedText(m: Announcement): string {
@@ -131,6 +158,9 @@ export class Membership {
   private left = false;
   private lastTick = Date.now();
   private readonly rivals = new Set<string>();
+  private readonly rankRivals = new Set<string>();
+  private claim: Claim | undefined;
+  private onConflict: ((error: DuplicateWorkerError) => void) | undefined;
   private awaitedEcho: { kind: Announcement['k']; resolve: () => void } | undefined;
 
   constructor(
@@ -139,7 +169,7 @@ export class Membership {
     readonly name: string,
     private readonly timing: MembershipTiming,
     private readonly worldSize?: number,
-    rank?: number,
+    private readonly rank?: number,
   ) {
     if (rank !== undefined) this.id = rank;
     control.on('ping', () => ({ k: 'pong', n: this.name, inst: this.inst }));
@@ -182,7 +212,7 @@ export class Membership {
     // one more round trip through the bus takes in everything sent before it.
     await this.announceThroughBus('sync');
     if (this.conflict) throw this.conflict;
-    if (this.worldSize === undefined && this.id < 0) this.id = this.nextFreeId();
+    if (this.worldSize === undefined) await this.claimId();
     this.resolveStaticIds();
     this.touch(this.name, this.inst, this.id, this.joinedAt);
     this.announce('hb');
@@ -195,15 +225,26 @@ export class Membership {
   awaitWorld(timeoutMs: number): Promise<WorkerInfo[]> {
     const size = this.worldSize!;
     return new Promise((resolve, reject) => {
+      const stop = () => {
+        if (timer) clearTimeout(timer);
+        this.onConflict = undefined;
+        queueMicrotask(() => subscription.unsubscribe());
+      };
+      if (this.conflict) return reject(this.conflict);
+      // A holder of this rank that answers late still refuses this worker.
+      this.onConflict = (error) => {
+        stop();
+        reject(error);
+      };
       const timer = timeoutMs > 0 ? setTimeout(() => {
+        this.onConflict = undefined;
         subscription.unsubscribe();
         const missing = size - this.members.size;
         reject(new RpcTimeoutError(`static group of ${size} did not form within ${timeoutMs} ms: ${missing} worker(s) missing; present: ${[...this.members.keys()].join(', ')}`));
       }, timeoutMs) : undefined;
       const subscription = this.membership$.subscribe((list) => {
-        if (list.length >= size && list.every((w) => w.id >= 0)) {
-          if (timer) clearTimeout(timer);
-          queueMicrotask(() => subscription.unsubscribe());
+        if (isCompleteWorld(list, size)) {
+          stop();
           resolve(list);
         }
       });
@@ -281,20 +322,20 @@ export class Membership {
    * everything the bus delivered to it before has been handled; at most
    * ECHO_LIMIT_MS on a transport that does not echo.
    */
-  private async announceThroughBus(kind: 'hello' | 'sync'): Promise<void> {
+  private async announceThroughBus(kind: 'hello' | 'sync' | 'claim', id = this.id): Promise<void> {
     const echoed = new Promise<void>((resolve) => (this.awaitedEcho = { kind, resolve }));
-    this.announce(kind);
+    this.announce(kind, id);
     await waitAtMost(echoed, ECHO_LIMIT_MS);
     this.awaitedEcho = undefined;
   }
 
-  private announce(kind: 'hello' | 'sync' | 'hb' | 'bye'): void {
-    this.transport.publish(MEMBERS_SUBJECT, defaultCodec.encode(this.signed(kind)));
+  private announce(kind: 'hello' | 'sync' | 'hb' | 'bye' | 'claim' | 'mine', id = this.id): void {
+    this.transport.publish(MEMBERS_SUBJECT, defaultCodec.encode(this.signed(kind, id)));
   }
 
-  /** This worker's announcement of `kind`, numbered and signed. */
-  private signed(kind: Announcement['k']): Announcement {
-    const message = { k: kind, n: this.name, id: this.id, inst: this.inst, t: this.joinedAt, q: ++this.seq, sk: this.identity.signKey, xk: this.identity.dhKey } as Announcement;
+  /** This worker's announcement of `kind` (about `id`, its own by default), numbered and signed. */
+  private signed(kind: Announcement['k'], id = this.id): Announcement {
+    const message = { k: kind, n: this.name, id, inst: this.inst, t: this.joinedAt, q: ++this.seq, sk: this.identity.signKey, xk: this.identity.dhKey } as Announcement;
     message.sig = this.identity.sign(signedText(message));
     return message;
   }
@@ -355,6 +396,7 @@ export class Membership {
 
   private observe(message: Announcement): void {
     if (message.n === this.name && message.inst === this.inst) {
+      if (message.k === 'claim' && this.claim?.id === message.id) this.claim.echoed = true;
       if (message.k === this.awaitedEcho?.kind) this.awaitedEcho.resolve();
       return;
     }
@@ -363,16 +405,92 @@ export class Membership {
       this.onRival(message);
       return;
     }
-    this.touch(message.n, message.inst, message.id, message.t, message);
-    if (this.worldSize === undefined && this.heartbeat && message.id === this.id && this.id >= 0) {
-      // Two dynamic workers picked one id: the later joiner moves.
-      if (message.t < this.joinedAt || (message.t === this.joinedAt && message.inst < this.inst)) {
-        this.id = this.nextFreeId();
-        this.touch(this.name, this.inst, this.id, this.joinedAt);
-        this.announce('hb');
+    if (this.contest(message)) return;
+    // A claim is not an id yet (and `mine` from a dynamic claimant neither): it is noted apart, below.
+    const tentative = message.k === 'claim' || (message.k === 'mine' && this.worldSize === undefined);
+    this.touch(message.n, message.inst, tentative ? -1 : message.id, message.t, message);
+    const member = this.members.get(message.n);
+    if (member && member.inst === message.inst) member.claimed = message.k === 'claim' ? message.id : undefined;
+    this.resolveStaticIds();
+  }
+
+  /**
+   * Another worker's announcement names the id this worker holds or claims.
+   * Returns true when the announcement must not enter this worker's view (a
+   * rival for a rank this worker keeps).
+   */
+  private contest(message: Announcement): boolean {
+    if (message.id < 0) return false;
+    if (this.worldSize === undefined) {
+      const claim = this.claim;
+      if (claim && !claim.lost && message.id === claim.id) {
+        if (message.k === 'claim' && claim.echoed) {
+          // Ours came first in the bus's order: tell the later claimant (it may not have heard ours).
+          this.announce('mine', claim.id);
+        } else {
+          // A holder, or a claim ordered before ours.
+          claim.lost = true;
+        }
+      } else if (this.heartbeat && message.id === this.id && message.k === 'claim') {
+        this.announce('mine');
+      }
+      return false;
+    }
+    if (this.rank === undefined || message.id !== this.id) return false;
+    if (this.heartbeat && !this.conflict) {
+      // A `mine` answers a hello: its sender held the rank when this worker said hello.
+      if (message.k !== 'mine') {
+        if (message.k === 'hello') this.announce('mine');
+        return true;
       }
     }
-    this.resolveStaticIds();
+    const holder = message.k === 'hb' || message.k === 'mine';
+    // Between two joiners the later one gives up (start time, then instance id): a claimant that came first keeps its rank.
+    const later = this.joinedAt > message.t || (this.joinedAt === message.t && this.inst > message.inst);
+    if (holder || later) {
+      if (!this.conflict) {
+        this.conflict = new DuplicateWorkerError(
+          `rank ${this.id} of the static group of ${this.worldSize} is already taken by worker '${message.n}': give each worker its own rank`,
+        );
+        this.onConflict?.(this.conflict);
+      }
+      return false;
+    }
+    if (!this.rankRivals.has(message.inst)) {
+      // The rival may have subscribed too late to hear this worker's hello.
+      this.rankRivals.add(message.inst);
+      this.announce('hello');
+    }
+    return true;
+  }
+
+  /**
+   * Claims the smallest id this worker knows nobody holds, claims or held,
+   * until a claim stands: it came back through the bus with no earlier claim
+   * or holder of that id, and no `mine` followed within the settle time.
+   */
+  private async claimId(): Promise<void> {
+    const lost = new Set<number>();
+    for (let attempt = 0; attempt < MAX_ID_CLAIMS; attempt++) {
+      const claim: Claim = { id: this.freeId(lost), echoed: false, lost: false };
+      this.claim = claim;
+      await this.announceThroughBus('claim', claim.id);
+      claim.echoed = true;
+      if (!claim.lost) {
+        await new Promise((resolve) => setTimeout(resolve, this.timing.joinSettleMs));
+        await this.announceThroughBus('sync');
+      }
+      if (!claim.lost && !this.left) {
+        // Final before anything else can run: from here on this worker defends the id as its holder.
+        this.id = claim.id;
+        this.claim = undefined;
+        return;
+      }
+      this.claim = undefined;
+      if (this.left) throw new DuplicateWorkerError(`worker '${this.name}' left while it was getting an id`);
+      lost.add(claim.id);
+    }
+    throw new RpcTimeoutError(`worker '${this.name}' could not get an id: ${MAX_ID_CLAIMS} claims were taken by others`);
   }
 
   /**
@@ -399,7 +517,8 @@ export class Membership {
   private touch(name: string, inst: string, id: number, joinedAt: number, from?: Announcement): void {
     const existing = this.members.get(name);
     // A static worker numbered by name announces -1 until it has counted everyone.
-    if (id < 0 && existing && existing.inst === inst && existing.info.id >= 0) id = existing.info.id;
+    // A final id never changes: an announcement of another one by the same instance is not taken in.
+    if (existing && existing.inst === inst && existing.info.id >= 0) id = existing.info.id;
     this.departed.delete(name);
     const keys: Binding = from
       ? { inst, signKey: from.sk, dhKey: from.xk, seq: from.q }
@@ -418,15 +537,23 @@ export class Membership {
     if (!member || name === this.name || (inst !== undefined && member.inst !== inst)) return;
     this.members.delete(name);
     if (this.departed.size >= MAX_DEPARTED) this.departed.delete(this.departed.keys().next().value!);
-    this.departed.set(name, { reason, inst: member.inst, signKey: member.signKey, dhKey: member.dhKey, seq: Math.max(member.seq, seq ?? 0) });
+    this.departed.set(name, { reason, id: member.info.id, inst: member.inst, signKey: member.signKey, dhKey: member.dhKey, seq: Math.max(member.seq, seq ?? 0) });
     this.publishView();
     this.gone$.next({ name, reason });
   }
 
-  private nextFreeId(): number {
-    let max = -1;
-    for (const [name, member] of this.members) if (name !== this.name) max = Math.max(max, member.info.id);
-    return max + 1;
+  /** The smallest id not held or claimed by a member, not held by a remembered departed worker, and not in `excluded`. */
+  private freeId(excluded: Set<number>): number {
+    const taken = new Set(excluded);
+    for (const [name, member] of this.members) {
+      if (name === this.name) continue;
+      if (member.info.id >= 0) taken.add(member.info.id);
+      if (member.claimed !== undefined) taken.add(member.claimed);
+    }
+    for (const departed of this.departed.values()) if (departed.id >= 0) taken.add(departed.id);
+    let id = 0;
+    while (taken.has(id)) id++;
+    return id;
   }
 
   /** A static group without explicit ranks numbers its workers by name once complete. */
@@ -484,4 +611,11 @@ export class Membership {
       .sort((a, b) => a.id - b.id || (a.name < b.name ? -1 : 1));
     this.membership$.next(list);
   }
+}
+
+/** True when each rank 0..size-1 is held by exactly one worker and every worker has a rank. */
+function isCompleteWorld(list: WorkerInfo[], size: number): boolean {
+  if (list.length !== size) return false;
+  const ranks = new Set(list.map((w) => w.id));
+  return ranks.size === size && list.every((w) => w.id >= 0 && w.id < size);
 }

@@ -25,6 +25,8 @@ import type { ResolvedOptions } from './options.js';
 import { signStatus, staticBarrier, type ShutdownStatus } from './shutdown.js';
 import { CallAuth } from './call-auth.js';
 import { StreamConsumers, type StreamOptions } from './stream-consumer.js';
+import type { RpcStream } from './rpc-stream.js';
+import type { ProfileOptions, RpcProfile } from './profiler.js';
 import { StreamProducers } from './stream-producer.js';
 import { RRefManager, type RRefStats } from '../rref/rref-manager.js';
 import type { RRef } from '../rref/rref.js';
@@ -193,19 +195,55 @@ export class RpcAgent {
 
   /**
    * Streams what `fn(...args)` yields on `to` (an AsyncIterable or Observable
-   * there). Cold: each subscription runs the function once. Unsubscribing
-   * cancels the producer; a slow subscriber slows it through bounded credit.
+   * there). Cold: each subscription (or iteration) runs the function once.
+   * Unsubscribing cancels the producer; a slow consumer slows it through
+   * bounded credit, returned as the consumer finishes with items: when a
+   * subscriber's `next` returns, when a `for await` loop asks for the next
+   * item, or when `concatMapStream`'s work for an item completes.
    *
    * @example
    * ```ts
    * agent.rpcStream('w1', countTo, [5]).subscribe((n) => console.log(n));
+   * for await (const n of agent.rpcStream<number>('w1', countTo, [5])) await save(n);
    * ```
    */
-  rpcStream<T = unknown>(to: WorkerRef, fn: Callable<never[], unknown>, args: unknown[] = [], options: StreamOptions = {}): Observable<T> {
+  rpcStream<T = unknown>(to: WorkerRef, fn: Callable<never[], unknown>, args: unknown[] = [], options: StreamOptions = {}): RpcStream<T> {
     this.checkRunning();
     const name = this.resolveLive(to);
     const fnName = callableName(fn);
     return this.consumers.open<T>(name, fnName, args, () => this.meta(name), options);
+  }
+
+  /**
+   * Records every call this agent makes while `fn` runs (awaited), and
+   * resolves with the profile [torch.autograd.profiler.profile with RPC
+   * events]: per call its worker, function, request and reply bytes, and
+   * where its time went (encode, the callee's queue and run as the callee
+   * reports them, transport, decode). The profile is agent-wide: calls made
+   * meanwhile by other code on this agent are in it too. If `fn` throws, the
+   * profile stops and this rejects with the error.
+   *
+   * @example
+   * ```ts
+   * const profile = await agent.profile(async () => {
+   *   await agent.rpcSync('ps', getWeights, []);
+   * });
+   * writeFileSync('trace.json', JSON.stringify(profile.toChromeTrace()));
+   * ```
+   */
+  async profile(fn: () => unknown, options: ProfileOptions = {}): Promise<RpcProfile> {
+    const profile = this.calls.profiler.start(options);
+    try {
+      await fn();
+    } finally {
+      profile.stop();
+    }
+    return profile;
+  }
+
+  /** Starts recording calls until the returned profile's `stop()` (see {@link profile}). */
+  startProfile(options: ProfileOptions = {}): RpcProfile {
+    return this.calls.profiler.start(options);
   }
 
   /**

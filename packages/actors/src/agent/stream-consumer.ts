@@ -1,16 +1,16 @@
 /**
- * The caller's side of streams: a cold Observable per `rpcStream` call that
- * opens the stream on subscribe, grants credit as items are delivered, and
- * cancels the producer on unsubscribe.
+ * The caller's side of streams: a cold {@link RpcStream} per `rpcStream` call
+ * that opens the stream on subscribe (or on the first pull), returns credit as
+ * its consumer finishes with items, and cancels the producer on unsubscribe.
  * @module
  */
-import { Observable } from 'rxjs';
 import { defaultCodec, SerializationError, WorkerUnavailableError, type Transport } from '@tensorbus/core';
 import { errorFromWire, type WireError } from '@tensorbus/core/internal';
 import type { CallMeta } from './call-context.js';
 import type { CallClient, CallOptions } from './call-client.js';
 import { MAX_STREAM_CREDIT } from './call-protocol.js';
 import type { ControlChannel } from './control.js';
+import { RpcStream, type StreamChannel, type StreamSink } from './rpc-stream.js';
 import { DEFAULT_STREAM_CREDIT, END, FAIL, ITEM } from './stream-protocol.js';
 import { streamSubject } from './subjects.js';
 
@@ -33,70 +33,81 @@ export class StreamConsumers {
     private readonly control: ControlChannel,
   ) {}
 
-  /** A cold Observable of the items `fn(args)` yields on `to`. */
-  open<T>(to: string, fn: string, args: unknown[], meta: () => CallMeta, options: StreamOptions = {}): Observable<T> {
-    return new Observable<T>((subscriber) => {
-      const id = ++this.nextId;
-      const credit = Math.min(MAX_STREAM_CREDIT, Math.max(1, Math.floor(options.credit ?? DEFAULT_STREAM_CREDIT)));
-      const subject = streamSubject(this.self, id);
-      let expected = 0;
-      let consumed = 0;
-      let finished = false;
-      const finish = () => {
-        finished = true;
-        subscription.unsubscribe();
-        failers!.delete(fail);
-      };
-      const fail = (error: Error) => {
+  /** A cold stream of the items `fn(args)` yields on `to`. */
+  open<T>(to: string, fn: string, args: unknown[], meta: () => CallMeta, options: StreamOptions = {}): RpcStream<T> {
+    return new RpcStream<T>((sink) => this.openChannel(to, fn, args, meta, options, sink));
+  }
+
+  /**
+   * Opens one stream: items go to `sink`; credit goes back to the producer
+   * only as the consumer reports items finished through the returned channel.
+   */
+  private openChannel<T>(to: string, fn: string, args: unknown[], meta: () => CallMeta, options: StreamOptions, sink: StreamSink<T>): StreamChannel {
+    const id = ++this.nextId;
+    const credit = Math.min(MAX_STREAM_CREDIT, Math.max(1, Math.floor(options.credit ?? DEFAULT_STREAM_CREDIT)));
+    const subject = streamSubject(this.self, id);
+    let expected = 0;
+    let consumed = 0;
+    let finished = false;
+    const finish = () => {
+      finished = true;
+      subscription.unsubscribe();
+      failers!.delete(fail);
+    };
+    const fail = (error: Error) => {
+      if (finished) return;
+      finish();
+      sink.fail(error);
+    };
+    let failers = this.byProducer.get(to);
+    if (!failers) this.byProducer.set(to, (failers = new Set()));
+    failers.add(fail);
+    const subscription = this.transport.subscribe(subject, (message) => {
+      if (finished) return;
+      let frame: unknown[];
+      try {
+        frame = defaultCodec.decode(message.data, { agent: this.agent, peer: to }) as unknown[];
+        if (!Array.isArray(frame) || frame[1] !== expected) throw new SerializationError(`stream item ${expected} was lost or reordered`);
+      } catch (error) {
+        this.control.send(to, { k: 'scancel', caller: this.self, id });
+        fail(error instanceof Error ? error : new SerializationError(String(error)));
+        return;
+      }
+      expected++;
+      if (frame[0] === ITEM) {
+        sink.item(frame[2] as T);
+      } else if (frame[0] === END) {
+        finish();
+        sink.end();
+      } else if (frame[0] === FAIL) {
+        fail(errorFromWire(frame[2] as WireError));
+      }
+    });
+    // The item subscription must be live on the bus before the producer can publish: the open
+    // request may travel another way (a direct route) and overtake it.
+    this.transport
+      .flush()
+      .then(() => (finished ? undefined : this.calls.openStream(to, fn, args, meta(), { id, subject, credit }, options)))
+      .catch((error: Error) => fail(error));
+    return {
+      // Credit goes back in batches of half the window: one control message per credit/2 items.
+      consumed: (n: number) => {
+        consumed += n;
+        if (consumed >= Math.ceil(credit / 2) && !finished) {
+          this.control.send(to, { k: 'scredit', caller: this.self, id, n: consumed });
+          consumed = 0;
+        }
+      },
+      cancel: () => {
         if (finished) return;
         finish();
-        subscriber.error(error);
-      };
-      let failers = this.byProducer.get(to);
-      if (!failers) this.byProducer.set(to, (failers = new Set()));
-      failers.add(fail);
-      const subscription = this.transport.subscribe(subject, (message) => {
-        if (finished) return;
-        let frame: unknown[];
         try {
-          frame = defaultCodec.decode(message.data, { agent: this.agent, peer: to }) as unknown[];
-          if (!Array.isArray(frame) || frame[1] !== expected) throw new SerializationError(`stream item ${expected} was lost or reordered`);
-        } catch (error) {
           this.control.send(to, { k: 'scancel', caller: this.self, id });
-          fail(error instanceof Error ? error : new SerializationError(String(error)));
-          return;
+        } catch {
+          // The bus is closed: the producer stops when it sees this worker gone.
         }
-        expected++;
-        if (frame[0] === ITEM) {
-          subscriber.next(frame[2] as T);
-          if (++consumed >= Math.ceil(credit / 2) && !finished) {
-            this.control.send(to, { k: 'scredit', caller: this.self, id, n: consumed });
-            consumed = 0;
-          }
-        } else if (frame[0] === END) {
-          finish();
-          subscriber.complete();
-        } else if (frame[0] === FAIL) {
-          fail(errorFromWire(frame[2] as WireError));
-        }
-      });
-      // The item subscription must be live on the bus before the producer can publish: the open
-      // request may travel another way (a direct route) and overtake it.
-      this.transport
-        .flush()
-        .then(() => (finished ? undefined : this.calls.openStream(to, fn, args, meta(), { id, subject, credit }, options)))
-        .catch((error: Error) => fail(error));
-      return () => {
-        if (!finished) {
-          finish();
-          try {
-            this.control.send(to, { k: 'scancel', caller: this.self, id });
-          } catch {
-            // The bus is closed: the producer stops when it sees this worker gone.
-          }
-        }
-      };
-    });
+      },
+    };
   }
 
   /** Fails the streams produced by `worker`. */

@@ -23,6 +23,7 @@ import { CHILD_ACCEPT, DELETE, FORK, type CreateSpec, type RRefWire } from './rr
 import { creationFailed, RRef, type HandleState, type RRefHost, type UserState } from './rref.js';
 import { Budget } from './bounded-wait.js';
 import { createValue, fetchValue, callValueMethod } from './rref-functions.js';
+import { rrefBackward } from './rref-backward.js';
 
 /** Counts of `agent.rrefStats()`. */
 export interface RRefStats {
@@ -218,6 +219,10 @@ export class RRefManager implements RRefHost {
 
   async callMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): Promise<unknown> {
     return this.onOwner(rref, options, (rest) => this.agent.calls.call(rref.ownerName(), callValueMethod.remoteName, [rref.rrefId, method, args], this.agent.meta(rref.ownerName()), rest));
+  }
+
+  backward(rref: RRef<unknown>, contextId: string | undefined, retainGraph: boolean): Promise<void> {
+    return rrefBackward(this.agent, rref, contextId, retainGraph, (call) => this.onOwner(rref, {}, call));
   }
 
   remoteMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): RRef<unknown> {

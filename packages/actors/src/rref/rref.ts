@@ -62,6 +62,7 @@ export interface RRefHost {
   fork(rref: RRef<unknown>): RRef<unknown>;
   /** Resolves once an owner handle's value exists, within the options' timeout; rejects with its creation failure. */
   waitReady(rref: RRef<unknown>, options: CallOptions): Promise<void>;
+  backward(rref: RRef<unknown>, contextId: string | undefined, retainGraph: boolean): Promise<void>;
 }
 
 const NOT_METHODS = new Set<PropertyKey>(['then', 'catch', 'finally', 'toJSON', 'constructor']);
@@ -209,6 +210,30 @@ export class RRef<T = unknown> {
   /** True once `keep()` was called on this handle, or it was made by `fork()`. */
   get kept(): boolean {
     return this.handle.kept;
+  }
+
+  /**
+   * Runs the distributed backward pass from this RRef's value, a scalar
+   * float32 tensor, on its owner [RRef.backward]: gradients accumulate in the
+   * context on every worker involved, as with `distAutograd.backward`.
+   * `contextId` defaults to the context the calling code runs in; there must
+   * be one (TensorFlow.js keeps no graph on tensors, so there is no local
+   * backward outside a context), and the call must run inside it.
+   * `retainGraph` keeps the graph for another backward (gradients then add up).
+   * @throws AutogradError 'AUTOGRAD_CONTEXT_NOT_FOUND' outside a context
+   *   ('AUTOGRAD_BACKWARD_FAILED' as `distAutograd.backward` fails);
+   *   InvalidArgumentError when the value is not a scalar float32 tensor.
+   *
+   * @example
+   * ```ts
+   * await agent.distAutograd.context(async (ctxId) => {
+   *   const loss = agent.remote('ps', lossOf, [batch]);   // RRef<tf.Scalar>
+   *   await loss.backward(ctxId);
+   * });
+   * ```
+   */
+  backward(contextId?: string, retainGraph = false): Promise<void> {
+    return this.host.backward(this as RRef<unknown>, contextId, retainGraph);
   }
 
   /** Drops this reference; the owner drops the value once no reference is left. Idempotent. */
