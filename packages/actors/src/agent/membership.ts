@@ -410,7 +410,8 @@ export class Membership {
     const tentative = message.k === 'claim' || (message.k === 'mine' && this.worldSize === undefined);
     this.touch(message.n, message.inst, tentative ? -1 : message.id, message.t, message);
     const member = this.members.get(message.n);
-    if (member && member.inst === message.inst) member.claimed = message.k === 'claim' ? message.id : undefined;
+    // A dynamic claimant's `mine` restates its claim (it answers a later claimant): the id stays claimed.
+    if (member && member.inst === message.inst) member.claimed = tentative ? message.id : undefined;
     this.resolveStaticIds();
   }
 
