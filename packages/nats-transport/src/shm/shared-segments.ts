@@ -126,12 +126,13 @@ export class SharedSegments implements BufferSource {
    * `payload` for a same-host route: a frame (a new share, the caller's to
    * release), deferred bytes small enough for a segment read into one (a
    * segment must hold the frame whole), or larger deferred bytes as they are;
-   * `ref` is the segment the frame lies in, if any.
+   * `ref` is the segment the frame lies in, if any. Plain bytes never go as
+   * a reference: only a share says their memory stays until given back.
    */
   place(payload: Payload): { data: HeldPayload; ref: SegmentRef | undefined } {
     const whole = payload instanceof Uint8Array || payload instanceof Frame || payload.byteLength <= this.maxFrameBytes;
     const data = whole ? payloadFrame(payload) : payload;
-    return { data, ref: data instanceof Frame ? this.refOf(data.bytes) : undefined };
+    return { data, ref: data instanceof Frame && !(payload instanceof Uint8Array) ? this.refOf(data.bytes) : undefined };
   }
 
   /**
