@@ -7,7 +7,7 @@
  * end with it too (call-tensors.ts).
  * @module
  */
-import { defaultCodec, SerializationError, tf } from '@tensorbus/core';
+import { defaultCodec, SerializationError, tf, type Frame } from '@tensorbus/core';
 import type * as TfNamespace from '@tensorflow/tfjs';
 
 type Tensor = TfNamespace.Tensor;
@@ -53,9 +53,10 @@ export function disposeTransient(...values: unknown[]): void {
  * Decodes a message of a protocol that carries no tensors (control and
  * membership messages, their replies): a tensor found in it is disposed at
  * once and the message refused, so hostile bytes cannot leave tensors behind.
+ * A frame is taken (released once decoded).
  * @throws SerializationError when the bytes do not decode or carry a tensor.
  */
-export function decodeWithoutTensors(bytes: Uint8Array): unknown {
+export function decodeWithoutTensors(bytes: Uint8Array | Frame): unknown {
   const value = defaultCodec.decode(bytes);
   let tensors = 0;
   forEachTensor(value, (tensor) => {

@@ -6,17 +6,13 @@
  * large payloads into them; each goes back to the pool once nothing can read
  * it any more.
  *
- * Ownership rules:
- * - A transport owns the bytes handed to `request`/`publish`/`respond` and
- *   may release them once they are surely sent (the NATS data plane does, when
- *   the receiver confirms it has everything).
- * - A transport that received bytes only one decoder will ever see marks them
- *   with {@link markReceived}; the codec releases such a frame after decoding
- *   when no decoded value can view it (tensors on a backend that copies).
- *
- * - A transport that delivers bytes it does not own (another process's shared
- *   memory) registers how to give them back with {@link lendForeign}; the
- *   codec's release then returns them to their owner.
+ * Ownership: the pool hands out memory only as a {@link Frame} (an owned,
+ * reference-counted share, see owned-frame.ts); the memory comes back here
+ * when the last share is released, unless it was pinned (something beside
+ * the shares may still read it), and then the garbage collector frees it.
+ * The pool keeps no table of what it lent: the frame's own release brings
+ * the memory back, so memory cannot come back twice, nor while a holder
+ * remains.
  *
  * A transport may also supply the memory of fresh large buffers
  * ({@link useBufferSource}): the NATS transport's shared-memory segments, so a
@@ -27,7 +23,7 @@
  * @module
  */
 
-import { Owned } from './owned.js';
+import { Frame } from './owned-frame.js';
 
 /** Buffers smaller than this are plain allocations. */
 export const POOL_MIN_BYTES = 256 * 1024;
@@ -37,12 +33,6 @@ const maxFreeBytes = Number.isFinite(limitFromEnv) && limitFromEnv >= 0 ? limitF
 
 /** Free ArrayBuffers by size class (capacity 2^k). */
 const free = new Map<number, ArrayBuffer[]>();
-/** Buffers handed out by the pool, and the memory behind each. */
-const lent = new WeakMap<Uint8Array, ArrayBuffer>();
-/** Received buffers only one decoder will see. */
-const received = new WeakSet<Uint8Array>();
-/** Buffers owned elsewhere, and how to give each back. */
-const foreign = new WeakMap<Uint8Array, () => void>();
 
 /** Supplies the memory of fresh large buffers. */
 export interface BufferSource {
@@ -68,11 +58,13 @@ function sizeClass(size: number): number {
 }
 
 /**
- * A buffer of exactly `size` bytes, reused when one is free. Its contents are
- * not zeroed: write all of it, or zero what you do not.
+ * A frame of exactly `size` bytes, in reused memory when some is free; its
+ * memory comes back to the pool when its last share is released. Its
+ * contents are not zeroed: write all of it, or zero what you do not.
+ * Small frames are plain bytes.
  */
-export function acquireBuffer(size: number): Uint8Array {
-  if (size < POOL_MIN_BYTES || maxFreeBytes === 0) return new Uint8Array(size);
+export function acquireFrame(size: number): Frame {
+  if (size < POOL_MIN_BYTES || maxFreeBytes === 0) return Frame.of(new Uint8Array(size));
   const k = sizeClass(size);
   let memory = free.get(k)?.pop();
   if (memory) {
@@ -82,63 +74,20 @@ export function acquireBuffer(size: number): Uint8Array {
     memory = source?.allocate(2 ** k) ?? new ArrayBuffer(2 ** k);
     allocated++;
   }
-  const view = new Uint8Array(memory, 0, size);
-  lent.set(view, memory);
   outstanding++;
-  return view;
+  const kept = memory;
+  return Frame.own(new Uint8Array(memory, 0, size), (pinned) => giveBack(kept, pinned));
 }
 
-/**
- * {@link acquireBuffer} as an owned handle: the buffer goes back to the pool
- * when the last share of it is released (see owned.ts).
- */
-export function acquireOwned(size: number): Owned<Uint8Array> {
-  const buffer = acquireBuffer(size);
-  return Owned.own(buffer, () => releaseBuffer(buffer));
-}
-
-/**
- * Gives `buffer` back for reuse. A no-op for buffers the pool did not lend,
- * and for a second release of the same one. Nothing may read or write it after.
- */
-export function releaseBuffer(buffer: Uint8Array): void {
-  const memory = lent.get(buffer);
-  if (!memory) {
-    const giveBack = foreign.get(buffer);
-    foreign.delete(buffer);
-    received.delete(buffer);
-    giveBack?.();
-    return;
-  }
-  lent.delete(buffer);
-  received.delete(buffer);
+/** The last share of a pooled frame was released: its memory can hold the next one, unless pinned. */
+function giveBack(memory: ArrayBuffer, pinned: boolean): void {
   outstanding--;
-  if (freeBytes + memory.byteLength > maxFreeBytes) return;
+  if (pinned || freeBytes + memory.byteLength > maxFreeBytes) return;
   const k = Math.log2(memory.byteLength);
   let list = free.get(k);
   if (!list) free.set(k, (list = []));
   list.push(memory);
   freeBytes += memory.byteLength;
-}
-
-/** Marks `buffer` as received bytes that only the decoder that gets them will ever read. */
-export function markReceived(buffer: Uint8Array): void {
-  if (lent.has(buffer) || foreign.has(buffer)) received.add(buffer);
-}
-
-/**
- * Registers `buffer` as memory owned elsewhere: {@link releaseBuffer} calls
- * `giveBack` (once) instead of pooling it.
- */
-export function lendForeign(buffer: Uint8Array, giveBack: () => void): void {
-  foreign.set(buffer, giveBack);
-}
-
-/** True (once) when `buffer` was marked received: the caller may then release it. */
-export function takeReceived(buffer: Uint8Array): boolean {
-  if (!received.has(buffer)) return false;
-  received.delete(buffer);
-  return true;
 }
 
 /** Counts of the pool: buffers allocated, reused, bytes kept free, and pooled buffers handed out and not given back. */

@@ -11,7 +11,8 @@ export type { TensorBackendName } from './tf.js';
 // Transports
 export { localTransport } from './transport/local-transport.js';
 export type { LocalTransportOptions } from './transport/local-transport.js';
-export { payloadBytes } from './transport/transport.js';
+export { payloadBytes, payloadFrame } from './transport/transport.js';
+export { Frame } from './owned-frame.js';
 export type {
   Transport,
   TransportStatus,

@@ -6,11 +6,13 @@
 export * from './index.js';
 export { errorFromWire, errorToWire, remoteErrorFrom } from './error-wire.js';
 export type { WireError } from './error-wire.js';
-export { abortError, subjectMatches } from './transport/transport.js';
+export { abortError, subjectMatches, holdPayload } from './transport/transport.js';
+export type { HeldPayload } from './transport/transport.js';
 export { waitAtMost } from './wait-at-most.js';
 export { OutgoingFrame, releaseOutgoing } from './codec/outgoing-frame.js';
 export { EXT_TENSOR, EXT_MAP, EXT_ERROR } from './codec/codec.js';
 export { HEADER_BYTES, BLOCK_ALIGN, FRAME_VERSION } from './codec/frame.js';
-export { acquireBuffer, acquireOwned, releaseBuffer, markReceived, takeReceived, lendForeign, useBufferSource, bufferPoolStats, POOL_MIN_BYTES } from './buffer-pool.js';
+export { acquireFrame, useBufferSource, bufferPoolStats, POOL_MIN_BYTES } from './buffer-pool.js';
 export type { BufferSource } from './buffer-pool.js';
 export { Owned } from './owned.js';
+export { letGoPinned } from './owned-frame.js';

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { SerializationError, tf } from '@tensorbus/core';
-import { acquireOwned, bufferPoolStats, OutgoingFrame, Owned } from '@tensorbus/core/internal';
+import { acquireFrame, bufferPoolStats, OutgoingFrame, Owned } from '@tensorbus/core/internal';
 import { defaultCodec } from '@tensorbus/core';
 
 test('owned - memory is freed once, when the last share is released; a share releases at most once', (t) => {
@@ -21,9 +21,9 @@ test('owned - memory is freed once, when the last share is released; a share rel
   t.throws(() => first.retain(), { instanceOf: SerializationError }, 'no share can be made from a released one');
 });
 
-test('owned - a pooled buffer handle gives its buffer back with its last share', (t) => {
+test('owned - a pooled frame gives its memory back with its last share', (t) => {
   const before = bufferPoolStats().outstanding;
-  const handle = acquireOwned(1 << 20);
+  const handle = acquireFrame(1 << 20);
   const reader = handle.retain();
   t.is(bufferPoolStats().outstanding, before + 1);
   handle.release();

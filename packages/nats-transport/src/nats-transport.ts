@@ -14,7 +14,8 @@ import {
   ShutdownError,
   TransportError,
   WorkerUnavailableError,
-  payloadBytes,
+  Frame,
+  payloadFrame,
   type InboundMessage,
   type Payload,
   type RequestOptions,
@@ -23,7 +24,7 @@ import {
   type TransportStatus,
   type TransportSubscription,
 } from '@tensorbus/core';
-import { abortError } from '@tensorbus/core/internal';
+import { abortError, holdPayload, letGoPinned } from '@tensorbus/core/internal';
 import { DEFAULT_CHUNK_TIMEOUT_MS, H_PULL, H_SIZE, HEADROOM } from './chunks/chunk-protocol.js';
 import { isAnnouncement, receiveChunked } from './chunks/chunk-receiver.js';
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
@@ -35,7 +36,8 @@ import { checkSubject, guardConnection, isValidSubject } from './subject-check.j
 
 interface Pending {
   subject: string;
-  resolve(data: Uint8Array): void;
+  /** Takes the reply's share. */
+  resolve(data: Frame): void;
   reject(error: Error): void;
 }
 
@@ -77,7 +79,7 @@ export class NatsTransport implements Transport {
     void nc.closed().then(() => this.onClosed());
   }
 
-  request(subject: string, payload: Payload, options: RequestOptions = {}): Promise<Uint8Array> {
+  request(subject: string, payload: Payload, options: RequestOptions = {}): Promise<Frame> {
     if (this.closed) return Promise.reject(new ShutdownError('the NATS transport is closed'));
     if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
     const full = this.prefix + subject;
@@ -88,10 +90,13 @@ export class NatsTransport implements Transport {
     }
     const token = (++this.nextToken).toString(36);
     const reply = `${this.inbox}.${token}`;
-    return new Promise<Uint8Array>((resolve, reject) => {
+    // The request's own hold on the payload, while its maker surely holds it: kept until it settles.
+    const held = holdPayload(payload);
+    return new Promise<Frame>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let outgoing: SendOutcome | undefined;
       const cleanup = () => {
+        held.release();
         this.pending.delete(token);
         if (timer) clearTimeout(timer);
         options.signal?.removeEventListener('abort', onAbort);
@@ -119,10 +124,10 @@ export class NatsTransport implements Transport {
       }
       const viaBus = () => {
         try {
-          // The bus takes whole frames: a deferred one is read into a buffer now.
-          const data = payloadBytes(payload);
+          // The bus takes whole frames: a deferred one is read into a frame now.
+          const data = payloadFrame(held.data);
           if (!this.isLarge(data)) {
-            this.nc.publish(full, data, { reply });
+            this.publishSmall(full, data, reply);
           } else {
             outgoing = this.sendLarge(full, reply, data, false);
             outgoing.delivered.catch((error: Error) => this.pending.get(token)?.reject(error));
@@ -132,22 +137,22 @@ export class NatsTransport implements Transport {
         }
       };
       if (!this.direct?.hasRoute(full)) return viaBus();
-      this.direct.request(full, payload, options.replySink).then(
+      this.direct.request(full, held.data, options.replySink).then(
         (answer) => {
           // Not delivered on the route: the bus finds the responder, if there is one.
           if (answer === undefined) return this.pending.has(token) ? viaBus() : undefined;
-          this.pending.get(token)?.resolve(answer);
+          this.settle(token, answer);
         },
         (error: Error) => this.pending.get(token)?.reject(error),
       );
     });
   }
 
-  publish(subject: string, data: Uint8Array): void {
+  publish(subject: string, data: Uint8Array | Frame): void {
     if (this.closed) throw new ShutdownError('the NATS transport is closed');
     const full = this.prefix + subject;
     checkSubject(full, 'subject');
-    this.send(full, data, undefined, true);
+    this.send(full, payloadFrame(data), undefined, true);
   }
 
   subscribe(subject: string, handler: (message: InboundMessage) => void, options: SubscribeOptions = {}): TransportSubscription {
@@ -159,7 +164,7 @@ export class NatsTransport implements Transport {
     const route = options.exclusive && !options.queue
       ? this.direct?.serve(full, (data, respond) => handler({ subject, data, reply: 'direct', respond: (answer) => !this.closed && respond(answer) }))
       : undefined;
-    const deliver = (msg: Msg, data: Uint8Array) => {
+    const deliver = (msg: Msg, data: Frame) => {
       // A reply subject is whatever the sender wrote: one that is not a plain subject is never answered.
       const reply = msg.reply && isValidSubject(msg.reply) ? msg.reply : undefined;
       handler({
@@ -171,7 +176,7 @@ export class NatsTransport implements Transport {
           try {
             // Requests that came through another account's service import (replies rewritten to
             // _R_.…) get no route: between accounts, NATS alone decides who may reach whom.
-            this.send(reply, payloadBytes(answer), undefined, false, reply.startsWith('_R_.') ? undefined : route?.header);
+            this.send(reply, payloadFrame(answer), undefined, false, reply.startsWith('_R_.') ? undefined : route?.header);
             return true;
           } catch {
             return false;
@@ -186,7 +191,7 @@ export class NatsTransport implements Transport {
           options.onError?.(err.isPermissionError?.() ? permissionError('subscribe', this.prefix + subject, err) : err);
           return;
         }
-        if (!isAnnouncement(msg)) return deliver(msg, msg.data);
+        if (!isAnnouncement(msg)) return deliver(msg, Frame.of(msg.data));
         // A handler that throws fails that delivery only (told to onError), never the process.
         this.receiveLarge(msg)
           .then((data) => deliver(msg, data))
@@ -217,33 +222,54 @@ export class NatsTransport implements Transport {
     return this.direct?.stats ?? { fetched: 0, served: 0, calls: 0, answered: 0, sharedRequests: 0, sharedReplies: 0, streamedSent: 0, streamedReceived: 0 };
   }
 
-  /** Publishes small payloads as they are, large ones announced; `route` offers a direct route (replies only). */
-  private send(subject: string, data: Uint8Array, reply: string | undefined, fanOut: boolean, route?: string): void {
+  /**
+   * Publishes small payloads as they are, large ones announced; `route` offers
+   * a direct route (replies only). Takes the share `data`.
+   */
+  private send(subject: string, data: Frame, reply: string | undefined, fanOut: boolean, route?: string): void {
     if (this.isLarge(data)) {
       this.sendLarge(subject, reply, data, fanOut, route);
-    } else if (route) {
-      const h = headers();
-      h.set(H_ROUTE, route);
-      this.nc.publish(subject, data, { reply, headers: h });
     } else {
-      this.nc.publish(subject, data, { reply });
+      this.publishSmall(subject, data, reply, route);
+    }
+  }
+
+  /** Publishes `data` as it is, taking its share. */
+  private publishSmall(subject: string, data: Frame, reply: string | undefined, route?: string): void {
+    let h: ReturnType<typeof headers> | undefined;
+    if (route) {
+      h = headers();
+      h.set(H_ROUTE, route);
+    }
+    try {
+      this.nc.publish(subject, data.bytes, { reply, headers: h });
+    } finally {
+      // The client may keep the bytes in its write queue until flushed: never reused under it.
+      letGoPinned(data);
     }
   }
 
   /** True when `data` travels by announcement: beyond max_payload, or big enough for the data plane. */
-  private isLarge(data: Uint8Array): boolean {
+  private isLarge(data: Frame): boolean {
     return data.byteLength > this.smallLimit || (this.direct !== undefined && data.byteLength >= this.direct.minBytes);
   }
 
-  /** Announces `data`, offered on the data plane when there is one, in chunks in any case. */
-  private sendLarge(subject: string, reply: string | undefined, data: Uint8Array, fanOut: boolean, route?: string): SendOutcome {
-    // Once its one receiver has every byte, the frame's memory can hold the next one.
-    const direct = this.direct?.offer(data, !fanOut);
+  /** Announces `data` (taking its share), offered on the data plane when there is one, in chunks in any case. */
+  private sendLarge(subject: string, reply: string | undefined, data: Frame, fanOut: boolean, route?: string): SendOutcome {
+    // The offer and the transfer each hold a share: once both let go, the memory can hold the next frame.
+    const direct = this.direct?.offer(data);
     return sendChunked(this.nc, subject, reply, data, this.smallLimit, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix), fanOut, direct, route);
   }
 
+  /** Hands the reply `data` to the request `token`, or lets go of it when that request is over. */
+  private settle(token: string, data: Frame): void {
+    const pending = this.pending.get(token);
+    if (pending) pending.resolve(data);
+    else data.release();
+  }
+
   /** Receives an announced payload: directly where the offer is reachable, else in chunks through NATS. */
-  private async receiveLarge(msg: Msg): Promise<Uint8Array> {
+  private async receiveLarge(msg: Msg): Promise<Frame> {
     const size = Number(msg.headers?.get(H_SIZE));
     if (this.direct && Number.isSafeInteger(size) && size >= 0 && size <= this.maxTransferBytes) {
       const data = await this.direct.fetch(msg.headers?.get(H_DIRECT), size);
@@ -281,11 +307,11 @@ export class NatsTransport implements Transport {
     }
     this.direct?.learnRoute(pending.subject, msg.headers?.get(H_ROUTE));
     if (!isAnnouncement(msg)) {
-      pending.resolve(msg.data);
+      pending.resolve(Frame.of(msg.data));
       return;
     }
     this.receiveLarge(msg).then(
-      (data) => this.pending.get(token)?.resolve(data),
+      (data) => this.settle(token, data),
       (error: Error) => this.pending.get(token)?.reject(error),
     );
   }

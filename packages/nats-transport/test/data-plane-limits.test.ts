@@ -129,7 +129,7 @@ test('data plane limits - a call reply over the limit fails that call only; the 
   await t.throwsAsync(first, { instanceOf: ReplySizeError });
   const reply = await second;
   t.is(reply.status, REPLY_OK);
-  t.deepEqual([...reply.data], Array(10).fill(7));
+  t.deepEqual([...reply.data.bytes], Array(10).fill(7));
   t.false(connection.broken);
   connection.close();
   hostile.server.close();
@@ -153,7 +153,7 @@ test.serial('data plane limits - tokenless calls declaring 2 GiB are refused bef
       // 200 MB of body each: buffered, it would show in RSS.
       for (let k = 0; k < 50; k++) if (!socket.write(body)) await once(socket, 'drain');
       // Meanwhile the well-behaved caller keeps working.
-      t.deepEqual(await a.request('echo', payload, { timeoutMs: 10_000 }), payload, `during tokenless connection ${i}`);
+      t.deepEqual((await a.request('echo', payload, { timeoutMs: 10_000 })).bytes, payload, `during tokenless connection ${i}`);
       return { socket, replies };
     }),
   );
@@ -173,7 +173,7 @@ test.serial('data plane limits - tokenless calls declaring 2 GiB are refused bef
   await once(greedy, 'connect');
   greedy.write(callHead(1, token, 'whatever', 2 ** 40));
   await once(greedy, 'close');
-  t.deepEqual(await a.request('echo', payload, { timeoutMs: 10_000 }), payload);
+  t.deepEqual((await a.request('echo', payload, { timeoutMs: 10_000 })).bytes, payload);
 });
 
 test.serial('data plane limits - 800 silent connections are not all held, silent and idle ones are closed, a caller keeps working', async (t) => {
@@ -193,7 +193,7 @@ test.serial('data plane limits - 800 silent connections are not all held, silent
     sockets.push(socket);
   }
   const callsBefore = b.directStats.answered;
-  for (let i = 0; i < 10; i++) t.deepEqual(await a.request('echo', payload, { timeoutMs: 10_000 }), payload);
+  for (let i = 0; i < 10; i++) t.deepEqual((await a.request('echo', payload, { timeoutMs: 10_000 })).bytes, payload);
   t.is(b.directStats.answered - callsBefore, 10, 'on the direct route throughout');
   await new Promise((resolve) => setTimeout(resolve, 300));
   t.true(800 - closed <= 64 + 1, `${800 - closed} connections still open`);
@@ -213,7 +213,7 @@ test.serial('data plane limits - 800 silent connections are not all held, silent
   const started = Date.now();
   await once(idle, 'close');
   t.true(Date.now() - started >= 1_000, 'not before it was idle');
-  t.deepEqual(await a.request('echo', payload, { timeoutMs: 10_000 }), payload);
+  t.deepEqual((await a.request('echo', payload, { timeoutMs: 10_000 })).bytes, payload);
   for (const socket of sockets) socket.destroy();
 });
 
@@ -248,6 +248,6 @@ test.serial('data plane limits - an announcement from another account through a 
   t.is(hostile.connections(), 1, 'the responder fetched from the hostile port');
   // Still here, and still serving through the import.
   const payload = new Uint8Array([4, 2]);
-  t.deepEqual([...(await app.request('svc.echo', payload, { timeoutMs: 5_000 }))], [4, 2]);
+  t.deepEqual([...(await app.request('svc.echo', payload, { timeoutMs: 5_000 })).bytes], [4, 2]);
   await raw.close();
 });

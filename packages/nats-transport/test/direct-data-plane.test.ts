@@ -1,6 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
 import { connect as tcpConnect } from 'node:net';
-import { TransportError } from '@tensorbus/core';
+import { Frame, TransportError } from '@tensorbus/core';
 import { natsTransport } from '../src/index.js';
 import { DirectClient, hostId, parseOffer, type NatsTransport } from '../src/internal.js';
 import { sharedNatsServer } from '../src/testing/index.js';
@@ -29,7 +29,8 @@ function filled(size: number): Uint8Array {
   return bytes;
 }
 
-function sameBytes(got: Uint8Array, want: Uint8Array): boolean {
+function sameBytes(frame: Uint8Array | Frame, want: Uint8Array): boolean {
+  const got = frame instanceof Frame ? frame.bytes : frame;
   return Buffer.compare(Buffer.from(got.buffer, got.byteOffset, got.byteLength), Buffer.from(want.buffer, want.byteOffset, want.byteLength)) === 0;
 }
 
@@ -107,8 +108,8 @@ test('direct - a fan-out publish is fetched by every subscriber', async (t) => {
   const payload = filled(2 << 20);
   const got = await new Promise<Uint8Array[]>((resolve) => {
     const seen: Uint8Array[] = [];
-    const take = (m: { data: Uint8Array }) => {
-      seen.push(m.data);
+    const take = (m: { data: Frame }) => {
+      seen.push(m.data.bytes);
       if (seen.length === 2) resolve(seen);
     };
     b.subscribe('fan', take);

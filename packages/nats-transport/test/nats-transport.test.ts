@@ -28,7 +28,7 @@ test('nats - a request crosses a 3-node cluster', async (t) => {
   let echoed: Uint8Array | undefined;
   for (let attempt = 0; !echoed; attempt++) {
     try {
-      echoed = await a.request('echo', new Uint8Array([4, 2]), { timeoutMs: 5_000 });
+      echoed = (await a.request('echo', new Uint8Array([4, 2]), { timeoutMs: 5_000 })).bytes;
     } catch (error) {
       if ((error as { code?: string }).code !== 'WORKER_UNAVAILABLE' || attempt === 50) throw error;
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -67,7 +67,7 @@ test('nats - a permission violation surfaces as PermissionDeniedError without cr
   t.true((await subscribeError) instanceof PermissionDeniedError);
   bob.subscribe('open', (m) => m.respond(m.data));
   await bob.flush();
-  t.is((await bob.request('open', new Uint8Array([3]), { timeoutMs: 2_000 }))[0], 3, 'the connection still works');
+  t.is((await bob.request('open', new Uint8Array([3]), { timeoutMs: 2_000 })).bytes[0], 3, 'the connection still works');
   await bob.close();
 });
 
@@ -99,7 +99,7 @@ test('nats - a server restart: status goes reconnecting then connected, and requ
   await firstValueFrom(a.status$.pipe(filter((s) => s === 'connected')));
   await firstValueFrom(b.status$.pipe(filter((s) => s === 'connected')));
   await b.flush();
-  t.deepEqual([...(await a.request('echo', new Uint8Array([8]), { timeoutMs: 5_000 }))], [8]);
+  t.deepEqual([...(await a.request('echo', new Uint8Array([8]), { timeoutMs: 5_000 })).bytes], [8]);
   await Promise.all([a.close(), b.close()]);
 });
 

@@ -47,19 +47,19 @@ test('nats - operator mode: a call crosses accounts through a JWT service import
   const svc = await natsTransport({ servers: server.url, credsFile });
   const app = await natsTransport({ servers: server.url, creds: appCreds });
   t.teardown(() => Promise.all([svc.close(), app.close()]));
-  svc.subscribe('svc.call', (m) => m.respond(Uint8Array.from(m.data, (b) => b + 1)), { exclusive: true });
+  svc.subscribe('svc.call', (m) => m.respond(Uint8Array.from(m.data.bytes, (b) => b + 1)), { exclusive: true });
   svc.subscribe('svc.private', (m) => m.respond(m.data));
   await svc.flush();
 
   const replies = await Promise.all([1, 2, 3].map((k) => app.request('svc.call', new Uint8Array([k]), { timeoutMs: 5_000 })));
-  t.deepEqual(replies.map((r) => r[0]), [2, 3, 4], 'each reply crossed back to its request');
+  t.deepEqual(replies.map((r) => r.bytes[0]), [2, 3, 4], 'each reply crossed back to its request');
   // What SVC does not export does not exist in APP's account.
   await t.throwsAsync(app.request('svc.private', new Uint8Array([1]), { timeoutMs: 2_000 }), { code: 'WORKER_UNAVAILABLE' });
   // What APP's user may not subscribe to is refused by the server, and the subscription says so.
   const refused = await new Promise<Error>((resolve) => app.subscribe('svc.call', () => undefined, { onError: resolve }));
   t.true(refused instanceof PermissionDeniedError, `refused with ${String(refused)}`);
   t.is((refused as PermissionDeniedError).code, 'PERMISSION_DENIED');
-  t.deepEqual((await app.request('svc.call', new Uint8Array([7]), { timeoutMs: 5_000 }))[0], 8, 'the connection goes on');
+  t.deepEqual((await app.request('svc.call', new Uint8Array([7]), { timeoutMs: 5_000 })).bytes[0], 8, 'the connection goes on');
 
   await t.throwsAsync(natsTransport({ servers: server.url, creds: strangerCreds, reconnect: false }), { instanceOf: PermissionDeniedError });
 });

@@ -48,12 +48,12 @@ test('nats - a request crosses accounts through a service import, and its reply 
   t.teardown(() => server.stop());
   const svc = await natsTransport({ servers: server.url, user: 'svc', pass: 'svc-secret' });
   const app = await natsTransport({ servers: server.url, user: 'app', pass: 'app-secret' });
-  svc.subscribe('svc.echo', (m) => setTimeout(() => m.respond(m.data), 20 * m.data[0]!), { exclusive: true });
+  svc.subscribe('svc.echo', (m) => setTimeout(() => m.respond(m.data), 20 * m.data.bytes[0]!), { exclusive: true });
   svc.subscribe('svc.private', (m) => m.respond(m.data));
   await svc.flush();
   // Several requests in flight at once, answered out of order: each reply finds its own request.
   const replies = await Promise.all([3, 1, 2].map((k) => app.request('svc.echo', new Uint8Array([k]), { timeoutMs: 5_000 })));
-  t.deepEqual(replies.map((r) => r[0]), [3, 1, 2]);
+  t.deepEqual(replies.map((r) => r.bytes[0]), [3, 1, 2]);
   // Across accounts no direct route is offered: every request keeps going through the import.
   await app.request('svc.echo', new Uint8Array([0]), { timeoutMs: 5_000 });
   t.is((app as unknown as { directStats: { calls: number } }).directStats.calls, 0);

@@ -2,12 +2,13 @@ import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
 import { connect as tcpConnect } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { acquireBuffer, bufferPoolStats, releaseBuffer } from '@tensorbus/core/internal';
+import type { Frame } from '@tensorbus/core';
+import { bufferPoolStats } from '@tensorbus/core/internal';
 import { natsTransport, sharedMemoryStatus, type NatsTransportOptions } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
 import { MAX_OWN_SEGMENTS, SharedSegments } from '../src/shm/shared-segments.js';
 import { sharedNatsServer } from '../src/testing/index.js';
-import { answerPlusOne, isPlusOne, pattern } from './fixtures/shm-bytes.js';
+import { answerPlusOne, isPlusOne, patternFrame } from './fixtures/shm-bytes.js';
 
 const RESPONDER = fileURLToPath(new URL('./fixtures/shm-responder.js', import.meta.url));
 const FOUR_MB = 4 << 20;
@@ -50,12 +51,14 @@ async function responderProcess(t: ExecutionContext, namespace: string) {
 }
 
 /** A request in pooled memory (where the codec puts large frames), answered and checked. */
-async function call(requester: NatsTransport, size: number, seed: number, release = true): Promise<{ ok: boolean; reply: Uint8Array }> {
-  const request = pattern(acquireBuffer(size), seed);
-  const sent = Uint8Array.from(request);
-  const reply = await requester.request('svc', request, { timeoutMs: 30_000 });
-  const ok = isPlusOne(reply, sent);
-  if (release) releaseBuffer(reply);
+async function call(requester: NatsTransport, size: number, seed: number, release = true): Promise<{ ok: boolean; reply: Frame }> {
+  const request = patternFrame(size, seed);
+  const sent = Uint8Array.from(request.bytes);
+  const replied = requester.request('svc', request, { timeoutMs: 30_000 });
+  request.release();
+  const reply = await replied;
+  const ok = isPlusOne(reply.bytes, sent);
+  if (release) reply.release();
   return { ok, reply };
 }
 
@@ -83,14 +86,16 @@ test('shared memory - a reply still held is never overwritten; a dead responder 
   const requester = await transport(t, namespace);
   await call(requester, 100, 1);
   const held = await call(requester, FOUR_MB, 7, false);
-  const copy = Uint8Array.from(held.reply);
+  const copy = Uint8Array.from(held.reply.bytes);
   for (let i = 0; i < 10; i++) t.true((await call(requester, FOUR_MB, 100 + i)).ok);
-  t.deepEqual(held.reply, copy, 'the responder did not reuse the segment of a reply not given back');
-  releaseBuffer(held.reply);
+  t.deepEqual(held.reply.bytes, copy, 'the responder did not reuse the segment of a reply not given back');
+  held.reply.release();
 
   const mapsOf = (pid: number) => [...mappedSegments(requester).keys()].some((key) => key.startsWith(`${pid}:`));
   t.true(mapsOf(child.pid!), 'the responder\'s reply segments are mapped here');
-  const inFlight = requester.request('svc', pattern(acquireBuffer(FOUR_MB), 3), { timeoutMs: 30_000 });
+  const inFlightRequest = patternFrame(FOUR_MB, 3);
+  const inFlight = requester.request('svc', inFlightRequest, { timeoutMs: 30_000 });
+  inFlightRequest.release();
   child.kill('SIGKILL');
   const started = Date.now();
   const error = await t.throwsAsync(inFlight);

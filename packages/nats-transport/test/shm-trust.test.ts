@@ -6,13 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { InboundMessage } from '@tensorbus/core';
-import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
 import { natsTransport } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
 import { hostId } from '../src/direct/direct-protocol.js';
 import { provePeer } from '../src/shm/socket-peer.js';
 import { sharedNatsServer } from '../src/testing/index.js';
-import { answerPlusOne, isPlusOne, pattern } from './fixtures/shm-bytes.js';
+import { answerPlusOne, isPlusOne, patternFrame } from './fixtures/shm-bytes.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
 const FOUR_MB = 4 << 20;
@@ -55,11 +54,13 @@ async function transport(t: ExecutionContext, namespace: string): Promise<NatsTr
 
 /** A request in pooled memory (a segment, as the codec would use), answered and checked. */
 async function call(requester: NatsTransport, size: number, seed: number): Promise<boolean> {
-  const request = pattern(acquireBuffer(size), seed);
-  const sent = Uint8Array.from(request);
-  const reply = await requester.request('svc', request, { timeoutMs: 30_000 });
-  const ok = isPlusOne(reply, sent);
-  releaseBuffer(reply);
+  const request = patternFrame(size, seed);
+  const sent = Uint8Array.from(request.bytes);
+  const replied = requester.request('svc', request, { timeoutMs: 30_000 });
+  request.release();
+  const reply = await replied;
+  const ok = isPlusOne(reply.bytes, sent);
+  reply.release();
   return ok;
 }
 
@@ -114,7 +115,7 @@ test('shared memory - a reply naming a third process\'s segment is refused: the 
   const port = await firstLine<number>(t, 'shm-liar', [JSON.stringify(secret)]);
   // A responder this process was told to use (as a reply with tb-route would), lying in its replies.
   routesOf(requester).set(`${namespace}.svc`, { hostId: hostId(), host: '127.0.0.1', port, token: Buffer.alloc(16) } as Route);
-  const request = pattern(acquireBuffer(FOUR_MB), 3);
+  const request = patternFrame(FOUR_MB, 3);
   const error = await t.throwsAsync(requester.request('svc', request, { timeoutMs: 10_000 }));
   t.is((error as { code?: string }).code, 'TRANSPORT', `failed with ${String(error)}`);
   t.false([...mappedSegments(requester).keys()].some((key) => key.startsWith(`${secret.pid}:`)), 'the third process\'s segment was never mapped');

@@ -1,8 +1,8 @@
 import test from 'ava';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { once } from 'node:events';
-import { defaultCodec, STREAM_MIN_BYTES, tf, type DeferredBytes, type FrameDecoder } from '@tensorbus/core';
-import { releaseOutgoing } from '@tensorbus/core/internal';
+import { defaultCodec, SerializationError, STREAM_MIN_BYTES, tf, type DeferredBytes, type FrameDecoder } from '@tensorbus/core';
+import { acquireFrame, bufferPoolStats, releaseOutgoing } from '@tensorbus/core/internal';
 import { natsTransport } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
 import { sharedNatsServer } from '../src/testing/index.js';
@@ -124,6 +124,38 @@ test.serial('streaming - a deferred frame queued behind another streamed frame a
   releaseOutgoing(late);
   t.false(writer.write(replyHeader(3, REPLY_OK, late.byteLength), late));
   t.is(tf.memory().numTensors, baseline);
+  close();
+});
+
+test.serial('streaming - a pooled frame queued behind a streamed one and released by its holder at once (twice) is still sent intact, and its memory goes back once written', async (t) => {
+  const { near, received, close } = await socketPair();
+  const writer = new FrameWriter(near);
+  const first = fakeDeferred(9 * 2 ** 20 + 5, 11); // streams through several chunk buffers: the next one waits
+  const before = bufferPoolStats().outstanding;
+  const frame = acquireFrame(3 * 2 ** 20);
+  for (let i = 0; i < 256; i++) frame.bytes[i] = (i * 13 + 5) & 0xff;
+  for (let at = 256; at < frame.byteLength; at *= 2) frame.bytes.copyWithin(at, 0, Math.min(at, frame.byteLength - at));
+  const expected = Buffer.from(frame.bytes);
+  const memory = frame.bytes.buffer;
+  let written = 0;
+  t.true(writer.write(replyHeader(1, REPLY_OK, first.byteLength), first, () => written++));
+  t.true(writer.write(replyHeader(2, REPLY_OK, frame.byteLength), frame, () => written++));
+  // Its holder is done with it as soon as it is queued (as a responder is after respond).
+  frame.release();
+  frame.release();
+  t.throws(() => frame.bytes, { instanceOf: SerializationError });
+  t.is(bufferPoolStats().outstanding, before + 1, 'the queued write holds it');
+  // Had its memory gone back, the next frame of its size would get it, and scribble over what is sent.
+  const next = acquireFrame(3 * 2 ** 20);
+  t.not(next.bytes.buffer, memory);
+  next.bytes.fill(0xee);
+  const total = 2 * 14 + first.byteLength + frame.byteLength;
+  const all = await received(total);
+  t.true(all.subarray(28 + first.byteLength).equals(expected), 'the queued frame arrives intact');
+  for (let i = 0; i < 100 && written < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.is(written, 2);
+  next.release();
+  t.is(bufferPoolStats().outstanding, before, 'given back once written, once');
   close();
 });
 

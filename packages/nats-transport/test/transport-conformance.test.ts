@@ -31,7 +31,7 @@ for (const kind of transportKinds()) {
 
   test(t('request/reply, publish/subscribe, wildcards and queue groups'), async (tt) => {
     const { a, b, close } = await pair(kind);
-    tt.deepEqual([...(await a.request('echo', new Uint8Array([1, 2, 3])))], [1, 2, 3]);
+    tt.deepEqual([...(await a.request('echo', new Uint8Array([1, 2, 3]))).bytes], [1, 2, 3]);
     const seen: string[] = [];
     b.subscribe('news.*', (m) => seen.push(m.subject));
     b.subscribe('deep.>', (m) => seen.push(m.subject));
@@ -59,21 +59,21 @@ for (const kind of transportKinds()) {
     const pending = a.request('slow', new Uint8Array(1), { signal: controller.signal });
     controller.abort();
     await tt.throwsAsync(pending, { name: 'AbortError' });
-    tt.is((await a.request('slow', new Uint8Array([9]), { timeoutMs: 0 }))[0], 9, 'timeout 0 waits');
+    tt.is((await a.request('slow', new Uint8Array([9]), { timeoutMs: 0 })).bytes[0], 9, 'timeout 0 waits');
     await close();
   });
 
   test(t('1,000 requests in flight are all answered with their own data'), async (tt) => {
     const { a, close } = await pair(kind);
     const replies = await Promise.all(Array.from({ length: 1_000 }, (_, i) => a.request('echo', new Uint8Array([i & 255, i >> 8]), { timeoutMs: 20_000 })));
-    tt.true(replies.every((r, i) => r[0] === (i & 255) && r[1] === i >> 8));
+    tt.true(replies.every((r, i) => r.bytes[0] === (i & 255) && r.bytes[1] === i >> 8));
     await close();
   });
 
   test(t('payloads of 0 bytes, 1 KB, 1 MB + 1 and 40 MB round-trip'), async (tt) => {
     const { a, close } = await pair(kind);
     for (const size of [0, 1_024, 1_048_577, 40_000_000]) {
-      samePattern(tt, await a.request('echo', pattern(size), { timeoutMs: 60_000 }), size);
+      samePattern(tt, (await a.request('echo', pattern(size), { timeoutMs: 60_000 })).bytes, size);
     }
     await close();
   });
@@ -81,7 +81,7 @@ for (const kind of transportKinds()) {
   test.serial(t('a 400 MB payload round-trips'), async (tt) => {
     const { a, close } = await pair(kind);
     const size = 400_000_000;
-    samePattern(tt, await a.request('echo', pattern(size), { timeoutMs: 120_000 }), size);
+    samePattern(tt, (await a.request('echo', pattern(size), { timeoutMs: 120_000 })).bytes, size);
     await close();
   });
 

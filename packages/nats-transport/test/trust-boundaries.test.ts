@@ -37,7 +37,7 @@ test('nats - subjects and reply subjects with spaces, control characters, empty 
   // The connection is untouched: a plain request still works.
   transport.subscribe('echo', (m) => m.respond(m.data));
   await transport.flush();
-  t.is((await transport.request('echo', new Uint8Array([7]), { timeoutMs: 2_000 }))[0], 7);
+  t.is((await transport.request('echo', new Uint8Array([7]), { timeoutMs: 2_000 })).bytes[0], 7);
   await observer.flush();
   t.deepEqual(seen.filter((s) => s !== `${ns}.echo` && !s.startsWith('_INBOX')), []);
   await t.throwsAsync(natsTransport({ servers: server.url, namespace: 'bad ns' }), { instanceOf: InvalidArgumentError });
@@ -63,7 +63,7 @@ test('nats - a request to a subject this identity may not publish to rejects at 
   const error = await t.throwsAsync(limited.request('forbidden.call', new Uint8Array([1]), { timeoutMs: 10_000 }), { instanceOf: PermissionDeniedError });
   t.true(Date.now() - started < 2_000, `rejected after ${Date.now() - started} ms`);
   t.regex(error!.message, /forbidden\.call/);
-  t.is((await limited.request('open.call', new Uint8Array([2]), { timeoutMs: 2_000 }))[0], 2, 'allowed subjects still work');
+  t.is((await limited.request('open.call', new Uint8Array([2]), { timeoutMs: 2_000 })).bytes[0], 2, 'allowed subjects still work');
 });
 
 /** A throwaway CA, a server certificate for 127.0.0.1 it signs, a client certificate it signs, and one another CA signs. */

@@ -15,8 +15,9 @@
 import { Packr } from 'msgpackr';
 import { InvalidArgumentError, SerializationError, TensorbusError } from '../errors.js';
 import { tf } from '../tf.js';
-import { acquireBuffer, markReceived, releaseBuffer, takeReceived } from '../buffer-pool.js';
-import { payloadBytes, type Payload } from '../transport/transport.js';
+import { acquireFrame } from '../buffer-pool.js';
+import { Frame } from '../owned-frame.js';
+import { payloadFrame, type Payload } from '../transport/transport.js';
 import { FrameDecoder } from './frame-decoder.js';
 import { alignUp, HEADER_BYTES, readHeader, writeHeader } from './frame.js';
 import { OutgoingFrame } from './outgoing-frame.js';
@@ -41,23 +42,32 @@ export interface CodecLimits {
 /** Encodes values into frames and back. */
 export interface Codec {
   /**
-   * Encodes `value` into a new frame. `context` is handed to every extension's
-   * `write`. Throws {@link SerializationError} if the value cannot be sent.
+   * Encodes `value` into new plain bytes (the caller's, freed by the garbage
+   * collector). `context` is handed to every extension's `write`. Throws
+   * {@link SerializationError} if the value cannot be sent.
    */
   encode(value: unknown, context?: unknown): Uint8Array;
   /**
-   * Decodes a frame; throws {@link SerializationError} on bad bytes, after
-   * disposing any tensor it made. Tensors in the result belong to the caller,
-   * and may view `bytes` (do not modify them afterwards).
+   * Encodes `value` into a {@link Frame} (pooled memory when large): the
+   * caller's share; release it once handed to a transport.
    */
-  decode(bytes: Uint8Array, context?: unknown): unknown;
+  encodeFrame(value: unknown, context?: unknown): Frame;
   /**
-   * Encodes `value` for a transport: as {@link encode} does, except that a
+   * Decodes a frame; throws {@link SerializationError} on bad bytes, after
+   * disposing any tensor it made. Tensors in the result belong to the caller.
+   * Given a {@link Frame}, decode takes that share: it is released once
+   * decoded (pinned first when a decoded tensor may view the bytes, so their
+   * memory is never reused under it). Given plain bytes, tensors may view
+   * them (do not modify them afterwards).
+   */
+  decode(bytes: Uint8Array | Frame, context?: unknown): unknown;
+  /**
+   * Encodes `value` for a transport: as {@link encodeFrame} does, except that a
    * frame holding at least {@link STREAM_MIN_BYTES} of tensor data comes back
    * as an {@link OutgoingFrame} whose tensor bytes are read only as they are
-   * sent. Release that frame once the request or reply is handed over.
+   * sent. Release either (`releaseOutgoing`) once the request or reply is handed over.
    */
-  encodeOutgoing(value: unknown, context?: unknown): Uint8Array | OutgoingFrame;
+  encodeOutgoing(value: unknown, context?: unknown): Frame | OutgoingFrame;
   /**
    * A decoder that takes a frame of `byteLength` bytes as it arrives, placing
    * tensor bytes straight into tensor memory; undefined when that would not
@@ -65,7 +75,7 @@ export interface Codec {
    */
   decoder(byteLength: number, context?: unknown): FrameDecoder | undefined;
   /**
-   * Decodes bytes, or deferred bytes made in this process (what an
+   * Decodes bytes, a frame (taken, as {@link decode} does), or deferred bytes made in this process (what an
    * in-process transport hands on), whose tensors are then shared with the
    * sender's instead of copied.
    */
@@ -194,29 +204,43 @@ export function createCodec(limits: CodecLimits = {}): Codec {
     head.fill(0, HEADER_BYTES + envelope.byteLength, dataStart);
   }
 
-  /** The whole frame of a layout, in a (pooled) buffer. */
-  function writeFrame({ st, envelope, dataStart, total }: ReturnType<typeof layout>): Uint8Array {
-    const frame = acquireBuffer(total);
+  /** Writes the whole frame of a layout into `frame` (of its total length). */
+  function writeFrame({ st, envelope, dataStart }: ReturnType<typeof layout>, frame: Uint8Array): void {
     writeHead(frame, envelope, dataStart);
-    if (st.tensors.length > 0) {
-      try {
-        writeBlocks(frame, dataStart, st);
-      } catch (error) {
-        releaseBuffer(frame);
-        throw asCodecError(error, 'cannot encode value');
-      }
+    if (st.tensors.length === 0) return;
+    try {
+      writeBlocks(frame, dataStart, st);
+    } catch (error) {
+      throw asCodecError(error, 'cannot encode value');
+    }
+  }
+
+  /** The whole frame of a layout, in a (pooled) frame; released again if writing it fails. */
+  function writeOwned(laid: ReturnType<typeof layout>): Frame {
+    const frame = acquireFrame(laid.total);
+    try {
+      writeFrame(laid, frame.bytes);
+    } catch (error) {
+      frame.release();
+      throw error;
     }
     return frame;
   }
 
   function encode(value: unknown, context?: unknown): Uint8Array {
-    return writeFrame(layout(value, context));
+    const laid = layout(value, context);
+    const frame = new Uint8Array(laid.total);
+    writeFrame(laid, frame);
+    return frame;
   }
 
-  function encodeOutgoing(value: unknown, context?: unknown): Uint8Array | OutgoingFrame {
-    if (!activeBackendIsWasm()) return encode(value, context);
+  function encodeFrame(value: unknown, context?: unknown): Frame {
+    return writeOwned(layout(value, context));
+  }
+
+  function encodeOutgoing(value: unknown, context?: unknown): Frame | OutgoingFrame {
     const laid = layout(value, context);
-    if (laid.st.dataBytes < STREAM_MIN_BYTES) return writeFrame(laid);
+    if (!activeBackendIsWasm() || laid.st.dataBytes < STREAM_MIN_BYTES) return writeOwned(laid);
     const { st, envelope, dataStart, total } = laid;
     const head = new Uint8Array(dataStart);
     writeHead(head, envelope, dataStart);
@@ -233,12 +257,11 @@ export function createCodec(limits: CodecLimits = {}): Codec {
   }
 
   function decodePayload(payload: Payload, context?: unknown): unknown {
-    if (payload instanceof Uint8Array) return decode(payload, context);
+    if (payload instanceof Uint8Array || payload instanceof Frame) return decode(payload, context);
     const sharing = frameDecoder(payload.byteLength, context);
     if (sharing.adopt(payload)) return sharing.result();
-    const bytes = payloadBytes(payload);
-    markReceived(bytes); // only this decode reads them
-    return decode(bytes, context);
+    // A frame of its own: only this decode reads it, so it goes back once decoded.
+    return decode(payloadFrame(payload), context);
   }
 
   function frameDecoder(byteLength: number, context: unknown): FrameDecoder {
@@ -250,8 +273,28 @@ export function createCodec(limits: CodecLimits = {}): Codec {
     });
   }
 
-  function decode(bytes: Uint8Array, context?: unknown): unknown {
-    if (!(bytes instanceof Uint8Array)) throw new SerializationError(`can only decode a Uint8Array, got ${bytes === null ? 'null' : typeof bytes}`);
+  function decode(input: Uint8Array | Frame, context?: unknown): unknown {
+    if (input instanceof Frame) return decodeOwned(input, context);
+    if (!(input instanceof Uint8Array)) throw new SerializationError(`can only decode a Uint8Array, got ${input === null ? 'null' : typeof input}`);
+    return decodeBytes(input, context).value;
+  }
+
+  /** Decodes a frame whose share this decode was given, and lets go of it. */
+  function decodeOwned(frame: Frame, context: unknown): unknown {
+    let viewed = false;
+    try {
+      const decoded = decodeBytes(frame.bytes, context);
+      viewed = decoded.viewed;
+      return decoded.value;
+    } finally {
+      // Tensors of a backend that does not copy may view the bytes: never reuse them under it.
+      if (viewed) frame.pin();
+      frame.release();
+    }
+  }
+
+  /** Decodes `bytes`; `viewed` tells whether a decoded tensor may view them. */
+  function decodeBytes(bytes: Uint8Array, context: unknown): { value: unknown; viewed: boolean } {
     if (bytes.byteLength > maxMessageBytes) throw tooLarge(bytes.byteLength, maxMessageBytes);
     const envelopeEnd = readHeader(bytes);
     scanEnvelope(bytes, HEADER_BYTES, envelopeEnd, maxLevels);
@@ -259,18 +302,14 @@ export function createCodec(limits: CodecLimits = {}): Codec {
     try {
       const value: unknown = withSession(s, () => packr.unpack(bytes.subarray(HEADER_BYTES, envelopeEnd)));
       if (s.made.length > 0) disposeUnreachable(value, s);
-      return value;
+      return { value, viewed: s.made.length > 0 && !COPYING_BACKENDS.has(tf.getBackend()) };
     } catch (error) {
       for (const tensor of s.made) if (!tensor.isDisposed) tensor.dispose();
       throw asCodecError(error, 'cannot decode message');
-    } finally {
-      // A frame only this decode reads, that no decoded value views, can hold the next one.
-      // (The cheap check first: most frames are small and never marked.)
-      if (takeReceived(bytes) && COPYING_BACKENDS.has(tf.getBackend())) releaseBuffer(bytes);
     }
   }
 
-  return { encode, decode, encodeOutgoing, decoder, decodePayload, limits: Object.freeze(resolved) };
+  return { encode, encodeFrame, decode, encodeOutgoing, decoder, decodePayload, limits: Object.freeze(resolved) };
 }
 
 /** The codec with default limits. */

@@ -11,7 +11,8 @@
  * @module
  */
 import type * as TfNamespace from '@tensorflow/tfjs';
-import { acquireBuffer, markReceived, releaseBuffer } from '../buffer-pool.js';
+import { acquireFrame } from '../buffer-pool.js';
+import type { Frame } from '../owned-frame.js';
 import { SerializationError } from '../errors.js';
 import { tf } from '../tf.js';
 import type { DeferredBytes, FrameSink } from '../transport/transport.js';
@@ -27,8 +28,8 @@ type Tensor = TfNamespace.Tensor;
 export interface DecoderHooks {
   /** Unpacks the envelope `head[HEADER_BYTES, envelopeEnd)` in session `s`. */
   unpack(s: DecodeSession, envelopeEnd: number): unknown;
-  /** Decodes a whole frame (the gathered fallback). */
-  decode(frame: Uint8Array): unknown;
+  /** Decodes a whole frame (the gathered fallback), taking its share. */
+  decode(frame: Frame): unknown;
   /** Disposes tensors made while decoding that the value cannot reach. */
   disposeUnreachable(value: unknown, s: DecodeSession): void;
   /** The envelope may nest this deep. */
@@ -44,7 +45,7 @@ export class FrameDecoder implements FrameSink {
   /** Header and envelope (and padding), until they are decoded. */
   private head: Uint8Array = new Uint8Array(HEADER_BYTES);
   private mode: 'head' | 'blocks' | 'whole' | 'skip' = 'head';
-  private whole: Uint8Array | undefined;
+  private whole: Frame | undefined;
   private blocks: ReservedBlock[] = [];
   private blockIndex = 0;
   private scratch: Uint8Array | undefined;
@@ -68,7 +69,7 @@ export class FrameDecoder implements FrameSink {
   target(): Uint8Array {
     const at = this.received;
     if (this.mode === 'head') return this.head.subarray(at);
-    if (this.mode === 'whole') return this.whole!.subarray(at);
+    if (this.mode === 'whole') return this.whole!.bytes.subarray(at);
     const block = this.blocks[this.blockIndex];
     if (block && at >= block.start) return block.bytes().subarray(at - block.start);
     const stop = block ? block.start : this.byteLength;
@@ -106,8 +107,7 @@ export class FrameDecoder implements FrameSink {
     if (this.mode !== 'whole') return this.value;
     const frame = this.whole!;
     this.whole = undefined;
-    // Only this decode reads it: the codec gives it back to the pool once decoded.
-    markReceived(frame);
+    // Only this decode reads it: the codec takes the share and gives the memory back once decoded.
     return this.hooks.decode(frame);
   }
 
@@ -159,8 +159,8 @@ export class FrameDecoder implements FrameSink {
       this.letGo();
       this.blocks = [];
       if (!(error instanceof NotStreamable)) return this.skip(error as Error);
-      this.whole = acquireBuffer(this.byteLength);
-      this.whole.set(this.head);
+      this.whole = acquireFrame(this.byteLength);
+      this.whole.bytes.set(this.head);
       this.mode = 'whole';
     }
   }
@@ -223,7 +223,7 @@ export class FrameDecoder implements FrameSink {
   private letGo(): void {
     for (const tensor of this.session?.made ?? []) if (!tensor.isDisposed) tensor.dispose();
     this.session = undefined;
-    if (this.whole) releaseBuffer(this.whole);
+    this.whole?.release();
     this.whole = undefined;
   }
 }

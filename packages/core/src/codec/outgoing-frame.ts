@@ -10,7 +10,8 @@
  * @module
  */
 import type * as TfNamespace from '@tensorflow/tfjs';
-import { acquireBuffer } from '../buffer-pool.js';
+import { acquireFrame } from '../buffer-pool.js';
+import { Frame } from '../owned-frame.js';
 import { SerializationError } from '../errors.js';
 import { Owned } from '../owned.js';
 import { tf } from '../tf.js';
@@ -107,8 +108,19 @@ export class OutgoingFrame implements DeferredBytes {
   }
 
   toBytes(): Uint8Array {
-    const frame = acquireBuffer(this.byteLength);
+    const frame = new Uint8Array(this.byteLength);
     this.read(0, frame);
+    return frame;
+  }
+
+  toFrame(): Frame {
+    const frame = acquireFrame(this.byteLength);
+    try {
+      this.read(0, frame.bytes);
+    } catch (error) {
+      frame.release();
+      throw error;
+    }
     return frame;
   }
 
@@ -157,7 +169,11 @@ export class OutgoingFrame implements DeferredBytes {
   }
 }
 
-/** Releases `payload` if it is a deferred frame (its maker's part); bytes belong to the transport. */
+/**
+ * Releases its maker's share of `payload` (a deferred frame, or a frame
+ * from `encodeOutgoing`) once handed to a transport; plain bytes belong to the
+ * transport and need nothing.
+ */
 export function releaseOutgoing(payload: unknown): void {
-  if (payload instanceof OutgoingFrame) payload.release();
+  if (payload instanceof OutgoingFrame || payload instanceof Frame) payload.release();
 }

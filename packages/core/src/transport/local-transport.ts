@@ -7,10 +7,10 @@
  */
 import { BehaviorSubject } from 'rxjs';
 import { RpcTimeoutError, ShutdownError, WorkerUnavailableError } from '../errors.js';
-import { markReceived } from '../buffer-pool.js';
+import { Frame } from '../owned-frame.js';
 import {
   abortError,
-  payloadBytes,
+  payloadFrame,
   subjectMatches,
   writeInto,
   type Payload,
@@ -83,16 +83,16 @@ class LocalBus {
       else groups.set(listener.queue, [...(groups.get(listener.queue) ?? []), listener]);
     }
     for (const members of groups.values()) targets.push(members[Math.floor(Math.random() * members.length)]!);
-    const payload = data instanceof Uint8Array ? undefined : data;
-    let bytes = payload ? undefined : (data as Uint8Array);
-    // Bytes only one receiver sees may be reused once it has decoded them (see buffer-pool.ts).
-    if (targets.length === 1 && bytes) markReceived(bytes);
+    const payload = data instanceof Uint8Array || data instanceof Frame ? undefined : data;
+    // Each receiver gets a share of its own: the memory goes back once the last has decoded it.
+    const frame = payload ? undefined : payloadFrame(data as Uint8Array | Frame);
     for (const target of targets) {
       const letGo = payload?.hold();
+      let share = frame?.retain();
       const message: InboundMessage = {
         subject,
         get data() {
-          return (bytes ??= payloadBytes(payload!));
+          return (share ??= payloadFrame(payload!));
         },
         reply,
         payload,
@@ -106,21 +106,23 @@ class LocalBus {
       setImmediate(() => {
         try {
           if (this.listeners.has(target)) target.handler(message);
+          else share?.release(); // nobody took it
         } finally {
           letGo?.();
         }
       });
     }
+    frame?.release();
     return targets.length;
   }
 }
 
-/** The reply `message` for a request with `options`: bytes, or empty when a reply sink took it. */
-function replyOf(message: InboundMessage, options: RequestOptions): Uint8Array {
+/** The reply `message` for a request with `options`: its frame, or an empty one when a reply sink took it. */
+function replyOf(message: InboundMessage, options: RequestOptions): Frame {
   const sink = message.payload && options.replySink?.(message.payload.byteLength);
   if (!sink) return message.data;
   if (!sink.adopt?.(message.payload!)) writeInto(sink, message.payload!);
-  return new Uint8Array(0);
+  return Frame.of(new Uint8Array(0));
 }
 
 const buses = new Map<string, LocalBus>();
@@ -146,13 +148,13 @@ class LocalTransport implements Transport {
     this.maxPayload = maxPayload;
   }
 
-  request(subject: string, payload: Payload, options: RequestOptions = {}): Promise<Uint8Array> {
+  request(subject: string, payload: Payload, options: RequestOptions = {}): Promise<Frame> {
     if (this.closed) return Promise.reject(new ShutdownError('the transport is closed'));
     if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
-    return new Promise<Uint8Array>((resolve, reject) => {
+    return new Promise<Frame>((resolve, reject) => {
       const inbox = this.bus.inbox();
       let timer: NodeJS.Timeout | undefined;
-      const settle = (error: Error | undefined, value?: Uint8Array) => {
+      const settle = (error: Error | undefined, value?: Frame) => {
         this.bus.listeners.delete(listener);
         this.pending.delete(fail);
         if (timer) clearTimeout(timer);
@@ -163,7 +165,7 @@ class LocalTransport implements Transport {
       const fail = (error: Error) => settle(error);
       const onAbort = () => fail(abortError(options.signal));
       const onReply = (m: InboundMessage) => {
-        let value: Uint8Array;
+        let value: Frame;
         try {
           value = replyOf(m, options);
         } catch (error) {
@@ -184,7 +186,7 @@ class LocalTransport implements Transport {
     });
   }
 
-  publish(subject: string, data: Uint8Array): void {
+  publish(subject: string, data: Uint8Array | Frame): void {
     if (this.closed) throw new ShutdownError('the transport is closed');
     this.bus.deliver(subject, data, undefined);
   }

@@ -9,6 +9,8 @@
  * @module
  */
 import type { Observable } from 'rxjs';
+import { Owned } from '../owned.js';
+import { Frame } from '../owned-frame.js';
 
 /** Connection state of a transport. */
 export type TransportStatus = 'connected' | 'reconnecting' | 'disconnected' | 'closed';
@@ -25,16 +27,56 @@ export interface DeferredBytes {
   read(position: number, target: Uint8Array): void;
   /** All of it in a buffer of its own, owned by the caller (for paths that need it whole). */
   toBytes(): Uint8Array;
+  /** All of it in a frame of its own (pooled memory when large), owned by the caller; {@link toBytes} when absent. */
+  toFrame?(): Frame;
   /** Keeps it readable until the returned function is called (once). */
   hold(): () => void;
 }
 
-/** What a transport sends: bytes it then owns, or bytes read as they are sent. */
-export type Payload = Uint8Array | DeferredBytes;
+/**
+ * What a transport sends: plain bytes (its own from then on, left to the
+ * garbage collector), a {@link Frame} (the sender keeps its share and
+ * releases it when it likes: the transport takes shares of its own for as
+ * long as it reads the bytes), or bytes read as they are sent.
+ */
+export type Payload = Uint8Array | Frame | DeferredBytes;
 
-/** The bytes of `payload`, whole (deferred bytes are read into a buffer of their own). */
+/**
+ * The bytes of `payload`, whole (deferred bytes are read into a buffer of
+ * their own). A frame's bytes are valid while its share is held.
+ */
 export function payloadBytes(payload: Payload): Uint8Array {
-  return payload instanceof Uint8Array ? payload : payload.toBytes();
+  if (payload instanceof Uint8Array) return payload;
+  return payload instanceof Frame ? payload.bytes : payload.toBytes();
+}
+
+/**
+ * A new share of `payload`'s bytes, whole, owned by the caller: another share
+ * of a frame, plain bytes as a frame, deferred bytes read into a frame of
+ * their own. Take it while the payload is held.
+ */
+export function payloadFrame(payload: Payload): Frame {
+  if (payload instanceof Uint8Array) return Frame.of(payload);
+  if (payload instanceof Frame) return payload.retain();
+  return payload.toFrame?.() ?? Frame.of(payload.toBytes());
+}
+
+/** Frames, or deferred bytes: what a transport keeps of a payload while it sends it. */
+export type HeldPayload = Frame | DeferredBytes;
+
+/**
+ * A transport's own hold on `payload` while it is being sent, taken when
+ * `request`/`respond` is called (while its maker surely holds it):
+ * `data` stays readable until `release()` (idempotent).
+ */
+export function holdPayload(payload: Payload): { data: HeldPayload; release(): void } {
+  if (payload instanceof Uint8Array) return { data: Frame.of(payload), release: () => undefined };
+  if (payload instanceof Frame) {
+    const share = payload.retain();
+    return { data: share, release: () => share.release() };
+  }
+  const held = Owned.own(payload, payload.hold());
+  return { data: payload, release: () => held.release() };
 }
 
 /** Writes all of `bytes` into `sink`, piece by piece; a failure to read fails the sink too. */
@@ -81,7 +123,7 @@ export interface RequestOptions {
   /**
    * Offered a reply's size before its bytes, by a transport that receives it
    * piece by piece; a sink returned takes the bytes, and `request` then
-   * resolves with an empty array. Return undefined to get the bytes as usual.
+   * resolves with an empty frame. Return undefined to get the bytes as usual.
    */
   replySink?: (byteLength: number) => FrameSink | undefined;
 }
@@ -89,17 +131,24 @@ export interface RequestOptions {
 /** A message delivered to a subscription. */
 export interface InboundMessage {
   readonly subject: string;
-  readonly data: Uint8Array;
+  /**
+   * The message's bytes: a share the handler owns. Release it when done, or
+   * hand it to `codec.decode`, which takes it (pooled memory goes back then).
+   */
+  readonly data: Frame;
   /** Set when the sender waits for an answer. */
   readonly reply?: string;
   /**
    * The message as its sender made it, when that was deferred bytes of this
    * same process (the in-process transport): decode it with
    * `codec.decodePayload` to share its tensors instead of copying them. `data`
-   * then reads it whole on first use.
+   * then reads it whole on first use (a frame of its own, the handler's).
    */
   readonly payload?: DeferredBytes;
-  /** Sends `data` to the reply subject; false when there is none or it failed. */
+  /**
+   * Sends `data` to the reply subject; false when there is none or it failed.
+   * A frame stays the caller's share (the transport takes its own).
+   */
   respond(data: Payload): boolean;
 }
 
@@ -140,14 +189,16 @@ export interface Transport {
   /** Current status, then every change. */
   readonly status$: Observable<TransportStatus>;
   /**
-   * Sends `data` to `subject` and resolves with the first reply.
+   * Sends `data` to `subject` and resolves with the first reply, a frame the
+   * caller owns (release it, or hand it to `codec.decode`). A frame sent stays
+   * the caller's share: the transport takes its own for as long as it reads it.
    * Rejects with `WorkerUnavailableError` when nobody listens on `subject`,
    * `RpcTimeoutError` on timeout, an `AbortError` when aborted, `ShutdownError`
    * after close.
    */
-  request(subject: string, data: Payload, options?: RequestOptions): Promise<Uint8Array>;
-  /** Fire-and-forget delivery to every subscriber of `subject`. */
-  publish(subject: string, data: Uint8Array): void;
+  request(subject: string, data: Payload, options?: RequestOptions): Promise<Frame>;
+  /** Fire-and-forget delivery to every subscriber of `subject` (a frame stays the caller's share). */
+  publish(subject: string, data: Uint8Array | Frame): void;
   /** Calls `handler` for every message on `subject` (wildcards allowed). */
   subscribe(subject: string, handler: (message: InboundMessage) => void, options?: SubscribeOptions): TransportSubscription;
   /** Resolves once everything published so far has been handed to the bus. */

@@ -5,8 +5,8 @@
  * @module
  */
 import type { Msg, NatsConnection } from 'nats';
-import { TransportError } from '@tensorbus/core';
-import { acquireBuffer, markReceived, releaseBuffer } from '@tensorbus/core/internal';
+import { Frame, TransportError } from '@tensorbus/core';
+import { acquireFrame } from '@tensorbus/core/internal';
 import { H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, windowFor, type PullMessage } from './chunk-protocol.js';
 
 /** True when `msg` announces a chunked transfer. */
@@ -14,14 +14,14 @@ export function isAnnouncement(msg: Msg): boolean {
   return msg.headers?.get(H_TRANSFER) !== undefined && msg.headers.get(H_TRANSFER) !== '';
 }
 
-/** Pulls the payload `announcement` announced; resolves with all of it. */
+/** Pulls the payload `announcement` announced; resolves with all of it, a frame the caller owns. */
 export function receiveChunked(
   nc: NatsConnection,
   announcement: Msg,
   maxBytes: number,
   timeoutMs: number,
   inbox: () => string,
-): Promise<Uint8Array> {
+): Promise<Frame> {
   const size = Number(announcement.headers!.get(H_SIZE));
   const window = windowFor(Number(announcement.headers!.get(H_CHUNK)));
   const pullSubject = announcement.headers!.get(H_PULL);
@@ -41,8 +41,8 @@ export function receiveChunked(
     pull({ s: chunkSubject, abort: `payload of ${size} bytes exceeds the limit of ${maxBytes}` });
     return Promise.reject(new TransportError(`refused a payload of ${size} bytes: the limit is ${maxBytes}`));
   }
-  return new Promise<Uint8Array>((resolve, reject) => {
-    let buffer: Uint8Array | undefined = acquireBuffer(size);
+  return new Promise<Frame>((resolve, reject) => {
+    let buffer: Frame | undefined = acquireFrame(size);
     let received = 0;
     let expected = 0;
     let sinceGrant = 0;
@@ -50,7 +50,7 @@ export function receiveChunked(
     const fail = (reason: string) => {
       clearTimeout(timer);
       sub.unsubscribe();
-      if (buffer) releaseBuffer(buffer);
+      buffer?.release();
       buffer = undefined;
       pull({ s: chunkSubject, abort: reason });
       reject(new TransportError(`chunked transfer of ${size} bytes failed: ${reason}`));
@@ -76,7 +76,7 @@ export function receiveChunked(
       const seq = Number(msg.headers?.get(H_SEQ));
       if (seq !== expected) return fail(`chunk ${expected} was lost (got ${seq})`);
       if (received + msg.data.byteLength > size) return fail('more bytes than announced');
-      buffer.set(msg.data, received);
+      buffer.bytes.set(msg.data, received);
       received += msg.data.byteLength;
       expected++;
       if (received === size) {
@@ -84,7 +84,6 @@ export function receiveChunked(
         sub.unsubscribe();
         const done = buffer;
         buffer = undefined;
-        markReceived(done);
         resolve(done);
         return;
       }
@@ -98,7 +97,8 @@ export function receiveChunked(
     if (size === 0) {
       clearTimeout(timer);
       sub.unsubscribe();
-      resolve(new Uint8Array(0));
+      resolve(buffer);
+      buffer = undefined;
       return;
     }
     pull({ s: chunkSubject, c: window });

@@ -4,7 +4,7 @@
  * @module
  */
 import { headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from 'nats';
-import { TransportError } from '@tensorbus/core';
+import { TransportError, type Frame } from '@tensorbus/core';
 import type { Offered } from '../direct/direct-server.js';
 import { H_DIRECT, H_ROUTE } from '../direct/direct-protocol.js';
 import { DEFAULT_WINDOW, H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, type PullMessage } from './chunk-protocol.js';
@@ -13,7 +13,7 @@ import { DEFAULT_WINDOW, H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, type PullMe
 export interface SendOutcome {
   /** Resolves when one receiver got everything; rejects when the transfer failed. */
   delivered: Promise<void>;
-  /** Stops serving and frees the payload. */
+  /** Stops serving and lets go of the payload. */
   cancel(reason: string): void;
 }
 
@@ -31,12 +31,15 @@ let transfers = 0;
  * to several subscribers) until idle. With `direct`, the announcement also
  * offers the payload on the direct data plane; chunks remain the fallback.
  * `route` offers a direct route for later requests (on replies).
+ * The transfer takes the share `frame` and releases it when it ends: pinned
+ * if a chunk went out, since the NATS client may still hold the chunk's bytes
+ * in its write queue then.
  */
 export function sendChunked(
   nc: NatsConnection,
   subject: string,
   reply: string | undefined,
-  data: Uint8Array,
+  frame: Frame,
   chunkSize: number,
   timeoutMs: number,
   inbox: () => string,
@@ -44,6 +47,8 @@ export function sendChunked(
   direct?: Offered,
   route?: string,
 ): SendOutcome {
+  const data = frame.bytes;
+  let chunked = false;
   const transferId = `${process.pid}.${++transfers}`;
   const pullSubject = inbox();
   // Chunks go only to inboxes (the receivers make their chunk subjects as this transport makes its
@@ -73,6 +78,8 @@ export function sendChunked(
     clearTimeout(idle);
     sub?.unsubscribe();
     direct?.withdraw();
+    if (chunked) frame.pin();
+    frame.release();
     pullers.clear();
     if (error && !deliveredOnce) rejectDelivered(error);
     else resolveDelivered();
@@ -81,6 +88,7 @@ export function sendChunked(
     while (puller.credit > 0 && puller.next < chunks && !settled) {
       const k = puller.next++;
       puller.credit--;
+      chunked = true;
       const h = headers();
       h.set(H_SEQ, String(k));
       nc.publish(receiver, data.subarray(k * chunkSize, Math.min(data.byteLength, (k + 1) * chunkSize)), { headers: h });
@@ -114,7 +122,6 @@ export function sendChunked(
     touch();
     if (pull.done === true) {
       // Only an offer with one receiver has `fetched` (see DirectPlane.offer).
-      direct?.fetched?.();
       deliveredOnce = true;
       if (!keepForMore) finish();
       else resolveDelivered();

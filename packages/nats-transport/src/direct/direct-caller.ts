@@ -3,8 +3,7 @@
  * server on a pooled connection (see direct-protocol.ts).
  * @module
  */
-import { payloadBytes, TransportError, WorkerUnavailableError, type Payload } from '@tensorbus/core';
-import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
+import { Frame, payloadFrame, TransportError, WorkerUnavailableError, type Payload } from '@tensorbus/core';
 import { readSegmentRef, SEGMENT_REF_BYTES, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
@@ -125,9 +124,11 @@ export class DirectCaller {
    * Sends `payload` to `subject` over `route`. Rejects with
    * RouteUnavailableError when it was not delivered, WorkerUnavailableError
    * when the connection broke after. A large reply may go into a sink
-   * `replySink` gives (the promise then resolves with an empty array).
+   * `replySink` gives (the promise then resolves with an empty frame).
+   * `payload` must stay held until the promise settles; the reply is the
+   * caller's frame.
    */
-  async call(route: DirectOffer, subject: string, payload: Payload, replySink?: ReplySinkFactory): Promise<Uint8Array> {
+  async call(route: DirectOffer, subject: string, payload: Payload, replySink?: ReplySinkFactory): Promise<Frame> {
     const connection = this.pool.get(route.host, route.port);
     const endpoint = `${route.host}:${route.port}`;
     let sunk = false;
@@ -137,56 +138,56 @@ export class DirectCaller {
       return taken;
     });
     const sameHost = route.hostId === this.self && !this.noSharedMemory.has(endpoint);
-    const placed = sameHost && this.segments ? this.segments.place(payload) : { data: payload, ref: undefined };
-    const ref = placed.ref;
-    let data = placed.data;
-    if (ref) {
-      const reply = await this.callShared(connection, subject, route.token, data as Uint8Array, ref, sink);
+    const placed = sameHost && this.segments ? this.segments.place(payload) : undefined;
+    if (placed?.ref) {
+      // The frame in the segment goes as a reference; callShared takes that share.
+      const reply = await this.callShared(connection, subject, route.token, placed.data as Frame, placed.ref, sink);
       if (sunk) this.streamedReceived++;
       if (reply) return reply;
       // The responder cannot map this process's memory: send the bytes, from now on.
       this.noSharedMemory.add(endpoint);
+    } else if (placed?.data instanceof Frame) {
+      placed.data.release(); // not in a segment: the payload goes as it is
     }
-    // Once the responder has pulled every byte, the request's memory can hold the reply (or the next one).
-    // (A deferred frame is its maker's to release; the offer holds it until withdrawn.)
+    // The offer holds its own share until withdrawn, once the responder has pulled every byte.
     let served = false;
-    const offered = this.offer(data, () => {
+    const offered = this.offer(payload, () => {
       served = true;
       offered?.withdraw();
-      if (data instanceof Uint8Array) releaseBuffer(data);
     });
-    // Small requests go inline, whole.
-    if (!offered) data = payloadBytes(data);
+    // Small requests go inline, whole (a share of their own, held until written).
+    const inline = offered ? undefined : payloadFrame(payload);
     try {
       const { status, data: reply } = await (offered
-        ? connection.request((id) => callHead(id, route.token, subject, data.byteLength, offered.header), undefined, sink)
-        : connection.request((id) => callHead(id, route.token, subject, data.byteLength), data as Uint8Array, sink));
+        ? connection.request((id) => callHead(id, route.token, subject, payload.byteLength, offered.header), undefined, sink)
+        : connection.request((id) => callHead(id, route.token, subject, inline!.byteLength), inline, sink));
       if (sunk) this.streamedReceived++;
       if (status !== REPLY_OK) {
-        releaseBuffer(reply);
+        reply.release();
         // Pulled, then refused: the bytes are gone from here, so the bus cannot take over.
         if (served) throw new TransportError(`the responder of '${subject}' took the request but could not keep it`);
         throw new RouteUnavailableError('the responder no longer serves this subject directly');
       }
       this.calls++;
-      markReceived(reply);
       return reply;
     } catch (error) {
       if (!(error instanceof ConnectionLostError)) throw error;
       throw lostError(error, subject, error.delivered || served);
     } finally {
       offered?.withdraw();
+      inline?.release();
     }
   }
 
   /**
-   * Sends a request that lies in this process's segment `ref` as a reference.
+   * Sends a request that lies in this process's segment `ref` as a reference,
+   * taking the share `data` (lent to the responder until it gives it back).
    * Resolves undefined when the responder cannot map it (nothing delivered).
    */
-  private async callShared(connection: PeerConnection, subject: string, token: Buffer, data: Uint8Array, ref: SegmentRef, replySink: ReplySinkFactory | undefined): Promise<Uint8Array | undefined> {
+  private async callShared(connection: PeerConnection, subject: string, token: Buffer, data: Frame, ref: SegmentRef, replySink: ReplySinkFactory | undefined): Promise<Frame | undefined> {
     connection.lend(ref, data);
     let status: number;
-    let body: Uint8Array;
+    let body: Frame;
     try {
       // A reply too large for shared memory comes as bytes, and may go into the sink.
       ({ status, data: body } = await connection.request((id) => sharedCallHead(id, token, subject, ref), undefined, replySink));
@@ -197,12 +198,12 @@ export class DirectCaller {
     if (status === REPLY_OK || status === REPLY_SHM) this.sharedRequests++;
     if (status === REPLY_OK) {
       this.calls++;
-      markReceived(body);
       return body;
     }
     if (status === REPLY_SHM) {
-      const replyRef = body.byteLength === SEGMENT_REF_BYTES ? readSegmentRef(Buffer.from(body.buffer, body.byteOffset, body.byteLength), 0) : undefined;
-      releaseBuffer(body);
+      const bytes = body.bytes;
+      const replyRef = bytes.byteLength === SEGMENT_REF_BYTES ? readSegmentRef(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), 0) : undefined;
+      body.release();
       // The request ran: whatever is wrong with its reply, it must not be sent again.
       if (!replyRef) throw new TransportError(`the responder of '${subject}' sent a malformed shared-memory reply`);
       this.calls++;
@@ -225,9 +226,9 @@ export class DirectCaller {
         throw new TransportError(`cannot map the reply of '${subject}' in shared memory: ${(error as Error).message}`, { cause: error });
       }
     }
-    releaseBuffer(body);
+    body.release();
     // Refused: the responder never read the request, which is still this transport's to send.
-    connection.unlend(ref);
+    connection.unlend(ref)?.release();
     if (status === REPLY_NO_SHM) return undefined;
     throw new RouteUnavailableError('the responder no longer serves this subject directly');
   }

@@ -3,8 +3,7 @@
  * pooled connections, each read straight into its own buffer.
  * @module
  */
-import { TransportError } from '@tensorbus/core';
-import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
+import { TransportError, type Frame } from '@tensorbus/core';
 import { getFrame, reachableFromHere, REPLY_OK, type DirectOffer } from './direct-protocol.js';
 import { ConnectionPool } from './peer-connection.js';
 
@@ -35,18 +34,17 @@ export class DirectClient {
 
   /**
    * Fetches the payload of `offer`, of `size` bytes (checked against the
-   * limit by the caller); rejects with TransportError on any failure. A reply
-   * of any other size fails the fetch before anything is allocated for it.
+   * limit by the caller), as the caller's frame; rejects with TransportError
+   * on any failure. A reply of any other size fails the fetch before
+   * anything is allocated for it.
    */
-  async fetch(offer: DirectOffer, size: number): Promise<Uint8Array> {
+  async fetch(offer: DirectOffer, size: number): Promise<Frame> {
     const { status, data } = await this.pool.get(offer.host, offer.port).request((id) => getFrame(id, offer.token), undefined, undefined, { exact: size });
     if (status !== REPLY_OK || data.byteLength !== size) {
-      releaseBuffer(data);
+      data.release();
       throw new TransportError(status !== REPLY_OK ? 'the sender no longer offers this payload' : `the offer announced ${size} bytes but carries ${data.byteLength}`);
     }
     this.failedUntil.delete(`${offer.host}:${offer.port}`);
-    // Only the one decoder this goes to will read it: it may be reused after.
-    markReceived(data);
     this.fetched++;
     return data;
   }

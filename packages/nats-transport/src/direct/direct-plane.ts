@@ -4,8 +4,8 @@
  * direct routes it has learnt for its requests. See docs/data-plane.md.
  * @module
  */
-import type { FrameSink, Payload } from '@tensorbus/core';
-import { releaseBuffer, useBufferSource } from '@tensorbus/core/internal';
+import type { Frame, FrameSink, Payload } from '@tensorbus/core';
+import { useBufferSource } from '@tensorbus/core/internal';
 import { SharedSegments } from '../shm/shared-segments.js';
 import { loadShm } from '../shm/shm-native.js';
 import { DirectCaller, RouteUnavailableError } from './direct-caller.js';
@@ -113,10 +113,9 @@ export class DirectPlane {
     return this.server.minBytes;
   }
 
-  /** Offers a payload announced on the bus; its one receiver's confirmation lets its memory be reused. */
-  offer(data: Uint8Array, reusable: boolean): Offered {
-    const offered = this.server.offer(data);
-    return reusable ? { ...offered, fetched: () => releaseBuffer(data) } : offered;
+  /** Offers a payload announced on the bus (the offer holds a share of it until withdrawn). */
+  offer(data: Frame): Offered {
+    return this.server.offer(data);
   }
 
   /** Serves requests to `subject` (full) on a direct route. */
@@ -128,7 +127,7 @@ export class DirectPlane {
    * Fetches the payload a tb-direct header offers, or resolves undefined when
    * it cannot (no valid offer, another host, a failure): then use the bus.
    */
-  async fetch(header: string | undefined, size: number): Promise<Uint8Array | undefined> {
+  async fetch(header: string | undefined, size: number): Promise<Frame | undefined> {
     const offer = parseOffer(header);
     if (!offer || !this.allowed(offer) || !this.client.reachable(offer)) return undefined;
     try {
@@ -155,8 +154,9 @@ export class DirectPlane {
    * there is none, or it did not deliver the request (the route is then
    * forgotten): send it on the bus. Rejects when it was delivered and failed.
    * A large reply may go into a sink `replySink` gives (see RequestOptions).
+   * `data` must stay held until the promise settles; the reply is the caller's.
    */
-  async request(subject: string, data: Payload, replySink?: (byteLength: number) => FrameSink | undefined): Promise<Uint8Array | undefined> {
+  async request(subject: string, data: Payload, replySink?: (byteLength: number) => FrameSink | undefined): Promise<Frame | undefined> {
     const route = this.routes.get(subject);
     if (!route) return undefined;
     try {

@@ -4,8 +4,8 @@
  * @module
  */
 import { createServer, type Server, type Socket } from 'node:net';
-import type { Payload } from '@tensorbus/core';
-import { markReceived, releaseBuffer } from '@tensorbus/core/internal';
+import { Frame, type Payload } from '@tensorbus/core';
+import { holdPayload, type HeldPayload } from '@tensorbus/core/internal';
 import { segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
@@ -29,11 +29,14 @@ import {
 import { FrameWriter } from './frame-writer.js';
 import { RequestParser, type DirectRequest } from './request-parser.js';
 
-/** Fetches an offered payload (the transport's DirectClient). */
-export type Fetcher = (offer: DirectOffer, size: number) => Promise<Uint8Array>;
+/** Fetches an offered payload (the transport's DirectClient), resolving with the caller's frame. */
+export type Fetcher = (offer: DirectOffer, size: number) => Promise<Frame>;
 
-/** Handles a request that came over a direct route; `respond` answers it (once). */
-export type RouteHandler = (data: Uint8Array, respond: (answer: Payload) => boolean) => void;
+/**
+ * Handles a request that came over a direct route: `data` is the handler's
+ * share; `respond` answers it (once; a frame answered stays the handler's share).
+ */
+export type RouteHandler = (data: Frame, respond: (answer: Payload) => boolean) => void;
 
 const EMPTY = new Uint8Array(0);
 
@@ -50,11 +53,6 @@ interface ConnState {
   busy: number;
 }
 
-/** Gives back `payload`'s memory if it is the transport's (bytes); a deferred frame stays its maker's. */
-function releaseSent(payload: Payload): void {
-  if (payload instanceof Uint8Array) releaseBuffer(payload);
-}
-
 /** A subject served over direct routes, until removed. */
 export interface Route {
   /** The tb-route header value offering it. */
@@ -69,8 +67,6 @@ export interface Offered {
   readonly header: string;
   /** Stops handing it out and lets it be collected. */
   withdraw(): void;
-  /** Told when a receiver confirmed it has all of it (the sender may then reuse the memory). */
-  fetched?(): void;
 }
 
 /** Serves offered payloads on one TCP port. */
@@ -83,10 +79,10 @@ export class DirectServer {
   calls = 0;
   /** Deferred frames written so far (for tests and the benchmark). */
   streamedSent = 0;
-  private readonly offers = new Map<string, { data: Payload; onServed: (() => void) | undefined }>();
+  private readonly offers = new Map<string, { data: HeldPayload; onServed: (() => void) | undefined }>();
   private readonly routes = new Map<string, { subject: string; handler: RouteHandler }>();
-  /** Each connection's replies lent in shared memory, by segment id, until given back. */
-  private readonly sockets = new Map<Socket, Map<string, Uint8Array>>();
+  /** Each connection's replies lent in shared memory (a share each), by segment id, until given back. */
+  private readonly sockets = new Map<Socket, Map<string, Frame>>();
   /** Each connection's reply writer. */
   private readonly writers = new WeakMap<Socket, FrameWriter>();
   /**
@@ -135,19 +131,19 @@ export class DirectServer {
   }
 
   /**
-   * Offers `data` to whoever presents the token in the returned header (a
-   * deferred frame is held until withdrawn). `onServed` is told each time the
-   * socket has taken all of it.
+   * Offers `data` to whoever presents the token in the returned header (the
+   * offer holds a share of it until withdrawn; each write holds its own until
+   * written). `onServed` is told each time the socket has taken all of it.
    */
   offer(data: Payload, onServed?: () => void): Offered {
     const { key, header } = this.newCapability();
-    this.offers.set(key, { data, onServed });
-    const letGo = data instanceof Uint8Array ? undefined : data.hold();
+    const held = holdPayload(data);
+    this.offers.set(key, { data: held.data, onServed });
     return {
       header,
       withdraw: () => {
         this.offers.delete(key);
-        letGo?.();
+        held.release();
       },
     };
   }
@@ -192,7 +188,7 @@ export class DirectServer {
       socket.destroy();
       return;
     }
-    const lent = new Map<string, Uint8Array>();
+    const lent = new Map<string, Frame>();
     this.sockets.set(socket, lent);
     this.writers.set(socket, new FrameWriter(socket));
     socket.unref();
@@ -223,7 +219,7 @@ export class DirectServer {
       this.conns.delete(socket);
       this.sockets.delete(socket);
       // The requester is gone: nothing it was lent can still be read through this connection.
-      for (const answer of lent.values()) releaseBuffer(answer);
+      for (const answer of lent.values()) answer.release();
       lent.clear();
       const peer = this.peers.get(socket);
       if (peer) this.segments?.forgetProcess(peer.pid);
@@ -272,7 +268,7 @@ export class DirectServer {
       const answer = lent?.get(request.ref.id);
       if (answer) {
         lent!.delete(request.ref.id);
-        releaseBuffer(answer);
+        answer.release();
       }
       return;
     }
@@ -296,7 +292,7 @@ export class DirectServer {
     const refused = !route || route.subject !== request.subject
       || (request.op === 'pulled' && (!offer || !this.fetcher || request.size > this.maxRequestBytes));
     if (refused) {
-      if (request.op === 'call') releaseBuffer(request.data);
+      if (request.op === 'call') request.data.release();
       this.reply(socket, request.id, REPLY_NO_ROUTE, EMPTY);
       return;
     }
@@ -324,7 +320,7 @@ export class DirectServer {
    * refused before anything runs, and the requester sends the bytes instead.
    */
   private handleShared(socket: Socket, id: number, handler: RouteHandler, ref: SegmentRef): void {
-    let data: Uint8Array;
+    let data: Frame;
     try {
       if (!this.segments) throw new Error('no shared memory here');
       const peer = this.peerOf(socket, ref.pid);
@@ -344,10 +340,8 @@ export class DirectServer {
     return peer?.pid === pid ? peer : undefined;
   }
 
-  private handle(socket: Socket, id: number, handler: RouteHandler, data: Uint8Array, shared = false): void {
+  private handle(socket: Socket, id: number, handler: RouteHandler, data: Frame, shared = false): void {
     this.calls++;
-    // Only the handler's decoder reads these bytes: it may reuse them.
-    markReceived(data);
     const conn = this.conns.get(socket);
     // Under way until answered; a request in the requester's memory also until it is given back.
     if (conn) conn.busy += shared ? 2 : 1;
@@ -356,16 +350,21 @@ export class DirectServer {
       if (answered || socket.destroyed) return false;
       answered = true;
       if (conn) conn.busy--;
-      const { data: whole, ref } = shared && this.segments ? this.segments.place(answer) : { data: answer, ref: undefined };
-      if (ref) {
-        // Lent to the requester until it gives the segment back (or the connection closes).
-        this.sockets.get(socket)?.set(ref.id, whole as Uint8Array);
-        this.reply(socket, id, REPLY_SHM, segmentRefBytes(ref));
+      const placed = shared && this.segments ? this.segments.place(answer) : undefined;
+      if (placed?.ref) {
+        // Lent to the requester (this share) until it gives the segment back (or the connection closes).
+        const lent = this.sockets.get(socket);
+        if (lent) lent.set(placed.ref.id, placed.data as Frame);
+        else (placed.data as Frame).release();
+        this.reply(socket, id, REPLY_SHM, segmentRefBytes(placed.ref));
         return true;
       }
-      // The transport owns the bytes it sends: once the socket has them, their memory can be reused.
-      // (A deferred frame is shared by the writer now, while its maker holds it.)
-      return this.reply(socket, id, REPLY_OK, whole, () => releaseSent(whole));
+      // The writer takes its own share now, while the answer is held; ours (from place) goes after.
+      try {
+        return this.reply(socket, id, REPLY_OK, placed?.data ?? answer);
+      } finally {
+        if (placed?.data instanceof Frame) placed.data.release();
+      }
     });
   }
 

@@ -5,13 +5,15 @@
  * refilled once the socket has taken it, so a 400 MB reply needs 8 MiB of
  * buffers instead of 400 MB. Frames that come while one streams wait for it.
  *
- * A deferred body is taken as an owned share (`Owned`, core's owned.ts) when
- * `write` is called — while its maker surely holds it — not when its turn
- * comes: its maker may release it as soon as `write` returns.
+ * A frame or deferred body is taken as an owned share (core's `Frame`, or
+ * `Owned`) when `write` is called — while its maker surely holds it — not
+ * when its turn comes: its maker may release it as soon as `write` returns,
+ * and the memory stays until the socket has written it.
+ * Plain bytes are the writer's from then on.
  * @module
  */
 import type { Socket } from 'node:net';
-import type { DeferredBytes, Payload } from '@tensorbus/core';
+import { Frame, type DeferredBytes, type Payload } from '@tensorbus/core';
 import { Owned } from '@tensorbus/core/internal';
 
 /** Bodies below this go out in one write with their header. */
@@ -23,13 +25,18 @@ const CHUNKS = 2;
 /** A frame waiting for the one that streams: its body is already owned. */
 interface Queued {
   header: Buffer;
-  body: Uint8Array | Owned<DeferredBytes>;
+  body: Uint8Array | Frame | Owned<DeferredBytes>;
   onWritten: (() => void) | undefined;
 }
 
 /** A share of `body` for this writer: released once written, or once the connection fails. */
-function share(body: DeferredBytes): Owned<DeferredBytes> {
-  return Owned.own(body, body.hold());
+function share(body: Frame | DeferredBytes): Frame | Owned<DeferredBytes> {
+  return body instanceof Frame ? body.retain() : Owned.own(body, body.hold());
+}
+
+/** Gives up the writer's share of a queued body (plain bytes need nothing). */
+function letGo(body: Queued['body']): void {
+  if (!(body instanceof Uint8Array)) body.release();
 }
 
 /** The reply frames of one connection. */
@@ -42,11 +49,11 @@ export class FrameWriter {
 
   /**
    * Writes `header` then `body`; `onWritten` is told once the socket has
-   * taken all of it. Returns false (and writes nothing) when a deferred body
-   * can no longer be read (its maker released it already).
+   * taken all of it. Returns false (and writes nothing) when a frame or a
+   * deferred body can no longer be read (its maker released it already).
    */
   write(header: Buffer, body: Payload, onWritten?: () => void): boolean {
-    let owned: Uint8Array | Owned<DeferredBytes>;
+    let owned: Queued['body'];
     try {
       owned = body instanceof Uint8Array ? body : share(body);
     } catch {
@@ -54,7 +61,7 @@ export class FrameWriter {
     }
     if (this.streaming || this.socket.destroyed) {
       if (this.socket.destroyed) {
-        if (!(owned instanceof Uint8Array)) owned.release();
+        letGo(owned);
         return true;
       }
       this.waiting.push({ header, body: owned, onWritten });
@@ -65,17 +72,20 @@ export class FrameWriter {
   }
 
   private start({ header, body, onWritten }: Queued): void {
-    if (!(body instanceof Uint8Array)) return this.stream(header, body, onWritten);
+    if (body instanceof Owned) return this.stream(header, body, onWritten);
+    const bytes = body instanceof Frame ? body.bytes : body;
     const written = (error?: Error | null) => {
+      // The socket no longer reads the memory, written or failed.
+      letGo(body);
       if (!error) onWritten?.();
     };
-    if (body.byteLength < COALESCE_BYTES) {
-      this.socket.write(Buffer.concat([header, body]), written);
+    if (bytes.byteLength < COALESCE_BYTES) {
+      this.socket.write(Buffer.concat([header, bytes]), written);
       return;
     }
     this.socket.cork();
     this.socket.write(header);
-    this.socket.write(body, written);
+    this.socket.write(bytes, written);
     this.socket.uncork();
   }
 
@@ -84,7 +94,7 @@ export class FrameWriter {
     while (!this.streaming && this.waiting.length > 0) {
       const queued = this.waiting.shift()!;
       if (this.socket.destroyed) {
-        if (!(queued.body instanceof Uint8Array)) queued.body.release();
+        letGo(queued.body);
         continue;
       }
       try {

@@ -6,8 +6,8 @@
  * @module
  */
 import { connect, type Socket } from 'node:net';
-import { TransportError, type FrameSink } from '@tensorbus/core';
-import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
+import { Frame, TransportError, type FrameSink } from '@tensorbus/core';
+import { acquireFrame } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
 import type { SocketEnds } from '../shm/socket-peer.js';
 import { OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE, REPLY_SHM } from './direct-protocol.js';
@@ -17,10 +17,10 @@ const CONNECT_TIMEOUT_MS = 2_000;
 /** Payloads below this go out in one write with their header. */
 const COALESCE_BYTES = 64 * 1024;
 
-/** A reply: its status and bytes (pooled memory: release it, or mark it received, when done; empty when a sink took them). */
+/** A reply: its status and bytes (a frame the request's caller owns: release it when done; empty when a sink took them). */
 export interface PeerReply {
   status: number;
-  data: Uint8Array;
+  data: Frame;
 }
 
 /**
@@ -42,6 +42,11 @@ export class ReplySizeError extends TransportError {
 export type ReplySinkFactory = (byteLength: number) => FrameSink | undefined;
 
 const EMPTY = new Uint8Array(0);
+
+/** A frame with nothing in it (a refusal, or a reply a sink took). */
+function emptyFrame(): Frame {
+  return Frame.of(EMPTY);
+}
 
 /** The connection broke; `delivered` tells whether it had opened (requests may then have run). */
 export class ConnectionLostError extends TransportError {
@@ -65,12 +70,12 @@ const DISCARD_BYTES = 64 * 1024;
 export class PeerConnection {
   broken = false;
   private readonly pending = new Map<number, Pending>();
-  /** Frames lent to the peer in shared memory, by segment id, until it gives them back. */
-  private readonly lent = new Map<string, Uint8Array>();
+  /** Frames lent to the peer in shared memory (a share each), by segment id, until it gives them back. */
+  private readonly lent = new Map<string, Frame>();
   private readonly header = Buffer.alloc(REPLY_HEADER_BYTES);
   private readonly spare = Buffer.alloc(64);
   private headerGot = 0;
-  private target: Uint8Array | undefined;
+  private target: Frame | undefined;
   /** Where the reply being read goes instead of `target`, and its size. */
   private sink: FrameSink | undefined;
   private sinkBytes = 0;
@@ -120,11 +125,12 @@ export class PeerConnection {
 
   /**
    * Sends the frame `head(id)`, then `payload` if any (from its own memory,
-   * not copied), and resolves with the reply. Rejects with
-   * ConnectionLostError if the connection breaks first. A successful reply
-   * goes into the sink `replySink` gives, if it gives one.
+   * not copied: a share of it is held until the socket has written it), and
+   * resolves with the reply. Rejects with ConnectionLostError if the
+   * connection breaks first. A successful reply goes into the sink
+   * `replySink` gives, if it gives one.
    */
-  request(head: (id: number) => Buffer, payload?: Uint8Array, replySink?: ReplySinkFactory, limit?: ReplyLimit): Promise<PeerReply> {
+  request(head: (id: number) => Buffer, payload?: Frame, replySink?: ReplySinkFactory, limit?: ReplyLimit): Promise<PeerReply> {
     // Id 0 is the peer's: it gives segments back with it.
     const id = (this.nextId = (this.nextId + 1) >>> 0 || 1);
     const frame = head(id);
@@ -132,12 +138,14 @@ export class PeerConnection {
       this.pending.set(id, { resolve, reject, replySink, limit });
       this.armStall();
       if (!payload || payload.byteLength < COALESCE_BYTES) {
-        this.socket.write(payload ? Buffer.concat([frame, payload]) : frame);
+        this.socket.write(payload ? Buffer.concat([frame, payload.bytes]) : frame);
         return;
       }
+      // The socket reads the payload's memory until written: it keeps a share till then.
+      const share = payload.retain();
       this.socket.cork();
       this.socket.write(frame);
-      this.socket.write(payload);
+      this.socket.write(share.bytes, () => share.release());
       this.socket.uncork();
     });
   }
@@ -147,8 +155,9 @@ export class PeerConnection {
     if (!this.broken) this.socket.write(frame);
   }
 
-  /** Records `frame` (in the segment `ref`) as lent to the peer: released to the pool once given back. */
-  lend(ref: SegmentRef, frame: Uint8Array): void {
+  /** Records `frame` (in the segment `ref`) as lent to the peer, taking the caller's share: released once given back. */
+  lend(ref: SegmentRef, frame: Frame): void {
+    this.lent.get(ref.id)?.release();
     this.lent.set(ref.id, frame);
   }
 
@@ -162,9 +171,11 @@ export class PeerConnection {
     };
   }
 
-  /** Takes a lent frame back without releasing it (the peer refused it; the caller still owns it). */
-  unlend(ref: SegmentRef): void {
+  /** Takes a lent frame back (the peer refused it): its share comes back to the caller. */
+  unlend(ref: SegmentRef): Frame | undefined {
+    const frame = this.lent.get(ref.id);
     this.lent.delete(ref.id);
+    return frame;
   }
 
   close(): void {
@@ -181,7 +192,7 @@ export class PeerConnection {
     if (this.discard > 0) return (this.discardBuffer ??= new Uint8Array(DISCARD_BYTES)).subarray(0, Math.min(DISCARD_BYTES, this.discard));
     // Asked for right before the socket reads into it (no other code runs between), as a sink's memory must be.
     if (this.sink && this.got < this.sinkBytes) return this.sink.target();
-    if (this.target && this.got < this.target.byteLength) return this.target.subarray(this.got);
+    if (this.target && this.got < this.target.byteLength) return this.target.bytes.subarray(this.got);
     return this.spare;
   }
 
@@ -252,7 +263,7 @@ export class PeerConnection {
     }
     this.sink = status === REPLY_OK && size > 0 ? waiting?.replySink?.(size) : undefined;
     if (this.sink) this.sinkBytes = size;
-    else this.target = acquireBuffer(size);
+    else this.target = acquireFrame(size);
     if (size === 0) this.settle();
     return true;
   }
@@ -271,7 +282,7 @@ export class PeerConnection {
 
   private settle(): void {
     const id = this.header.readUInt32BE(1);
-    const reply = { status: this.header[5]!, data: this.sink ? EMPTY : (this.target ?? EMPTY) };
+    const reply: PeerReply = { status: this.header[5]!, data: this.sink ? emptyFrame() : (this.target ?? emptyFrame()) };
     this.headerGot = 0;
     this.target = undefined;
     this.sink = undefined;
@@ -281,18 +292,19 @@ export class PeerConnection {
     this.pending.delete(id);
     this.armStall();
     if (waiting) waiting.resolve(reply);
-    else releaseBuffer(reply.data);
+    else reply.data.release();
   }
 
   /** The peer gave back a segment it was lent. */
-  private takeBack(body: Uint8Array): void {
+  private takeBack(body: Frame): void {
     if (body.byteLength === SEGMENT_REF_BYTES) {
-      const { id } = readSegmentRef(Buffer.from(body.buffer, body.byteOffset, body.byteLength), 0);
+      const bytes = body.bytes;
+      const { id } = readSegmentRef(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), 0);
       const frame = this.lent.get(id);
       this.lent.delete(id);
-      if (frame) releaseBuffer(frame);
+      frame?.release();
     }
-    releaseBuffer(body);
+    body.release();
   }
 
   /** (Re)starts the stall timer while requests are pending; stops it otherwise. */
@@ -308,14 +320,18 @@ export class PeerConnection {
     this.broken = true;
     clearTimeout(this.stallTimer);
     this.socket.destroy();
-    if (this.target) releaseBuffer(this.target);
+    this.target?.release();
     this.target = undefined;
     // The socket is destroyed: nothing writes into the sink's memory any more.
     this.sink?.fail();
     this.sink = undefined;
     // Lent over a connection that had opened: the requests failed, nothing will read them again.
     // (Before it opened nothing was sent, and the requester may still send them another way.)
-    if (this.connected) for (const frame of this.lent.values()) releaseBuffer(frame);
+    // (Either way this connection's shares go: a requester that sends them another way holds its own.)
+    for (const frame of this.lent.values()) {
+      if (this.connected) frame.pin();
+      frame.release();
+    }
     this.lent.clear();
     const error = new ConnectionLostError(`direct connection to ${this.endpoint} ${why}`, this.connected);
     for (const waiting of this.pending.values()) waiting.reject(error);

@@ -5,15 +5,16 @@
  * in shared memory, and segments given back.
  * @module
  */
-import { TransportError } from '@tensorbus/core';
-import { acquireBuffer, releaseBuffer } from '@tensorbus/core/internal';
+import { TransportError, type Frame } from '@tensorbus/core';
+import { acquireFrame } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
 import { CALL_HEAD_BYTES, GET_BYTES, OP_CALL, OP_CALL_PULLED, OP_CALL_SHM, OP_GET, OP_RELEASE, readSize, TOKEN_BYTES } from './direct-protocol.js';
 
 /** A request read off a connection. */
 export type DirectRequest =
   | { op: 'get'; id: number; token: string }
-  | { op: 'call'; id: number; token: string; subject: string; data: Uint8Array }
+  /** `data` is the receiver's share: release it, or hand it on. */
+  | { op: 'call'; id: number; token: string; subject: string; data: Frame }
   | { op: 'refused'; id: number }
   | { op: 'pulled'; id: number; token: string; subject: string; offer: string; size: number }
   | { op: 'shm'; id: number; token: string; subject: string; ref: SegmentRef }
@@ -26,7 +27,7 @@ interface Body {
   id: number;
   token: string;
   subject: string;
-  target: Uint8Array;
+  target: Frame;
   got: number;
 }
 
@@ -72,7 +73,7 @@ export class RequestParser {
       if (this.body) {
         const body = this.body;
         const n = Math.min(body.target.byteLength - body.got, input.length);
-        body.target.set(input.subarray(0, n), body.got);
+        body.target.bytes.set(input.subarray(0, n), body.got);
         body.got += n;
         input = input.subarray(n);
         if (body.got < body.target.byteLength) break;
@@ -103,7 +104,7 @@ export class RequestParser {
           this.emit({ op: 'refused', id });
           continue;
         }
-        this.body = { id, token, subject, target: acquireBuffer(size), got: 0 };
+        this.body = { id, token, subject, target: acquireFrame(size), got: 0 };
       } else if (op === OP_CALL_PULLED) {
         if (input.length < CALL_HEAD_BYTES) break;
         const subjectEnd = CALL_HEAD_BYTES + input.readUInt16BE(CALL_HEAD_BYTES - 2);
@@ -145,7 +146,7 @@ export class RequestParser {
 
   /** Frees a partly received payload (the connection closed). */
   close(): void {
-    if (this.body) releaseBuffer(this.body.target);
+    this.body?.target.release();
     this.body = undefined;
   }
 }

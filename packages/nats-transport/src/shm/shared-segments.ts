@@ -11,8 +11,8 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import type { Payload } from '@tensorbus/core';
-import { lendForeign, markReceived, type BufferSource } from '@tensorbus/core/internal';
+import { Frame, payloadFrame, type Payload } from '@tensorbus/core';
+import type { BufferSource, HeldPayload } from '@tensorbus/core/internal';
 import type { ShmBinding } from './shm-native.js';
 import { startTimeOf, type PeerProcess } from './socket-peer.js';
 
@@ -123,23 +123,27 @@ export class SharedSegments implements BufferSource {
   }
 
   /**
-   * `payload` for a same-host route: deferred bytes small enough for a
-   * segment are read into one (a segment must hold the frame whole); `ref` is
-   * the segment the bytes lie in, if any.
+   * `payload` for a same-host route: a frame (a new share, the caller's to
+   * release), deferred bytes small enough for a segment read into one (a
+   * segment must hold the frame whole), or larger deferred bytes as they are;
+   * `ref` is the segment the frame lies in, if any. Plain bytes never go as
+   * a reference: only a share says their memory stays until given back.
    */
-  place(payload: Payload): { data: Payload; ref: SegmentRef | undefined } {
-    const data = !(payload instanceof Uint8Array) && payload.byteLength <= this.maxFrameBytes ? payload.toBytes() : payload;
-    return { data, ref: data instanceof Uint8Array ? this.refOf(data) : undefined };
+  place(payload: Payload): { data: HeldPayload; ref: SegmentRef | undefined } {
+    const whole = payload instanceof Uint8Array || payload instanceof Frame || payload.byteLength <= this.maxFrameBytes;
+    const data = whole ? payloadFrame(payload) : payload;
+    return { data, ref: data instanceof Frame && !(payload instanceof Uint8Array) ? this.refOf(data.bytes) : undefined };
   }
 
   /**
    * The frame `ref` points at in a segment of `peer`, the process shown to
    * hold the other end of the connection `ref` came on (see socket-peer.ts),
-   * marked received: releasing it (the codec does, after decoding) calls
-   * `giveBack` once, as does its collection. Throws when `ref` names another
-   * process, or the segment cannot be mapped.
+   * as the caller's share: releasing its last share (the codec does, after
+   * decoding) calls `giveBack` once, as does its collection; a pinned frame
+   * (a decoded tensor views it) is given back only by its collection.
+   * Throws when `ref` names another process, or the segment cannot be mapped.
    */
-  receive(ref: SegmentRef, giveBack: () => void, peer: PeerProcess): Uint8Array {
+  receive(ref: SegmentRef, giveBack: () => void, peer: PeerProcess): Frame {
     // A reference may only name its sender's own memory: never a third process's.
     if (ref.pid !== peer.pid) throw new RangeError(`a reference from process ${peer.pid} names process ${ref.pid}`);
     if (ref.length > ref.size) throw new RangeError(`a frame of ${ref.length} bytes cannot lie in a segment of ${ref.size}`);
@@ -153,12 +157,11 @@ export class SharedSegments implements BufferSource {
     };
     const token = {};
     this.viewCollected.register(view, give, token);
-    lendForeign(view, () => {
+    return Frame.own(view, (pinned) => {
+      if (pinned) return;
       this.viewCollected.unregister(token);
       give();
     });
-    markReceived(view);
-    return view;
   }
 
   /**
