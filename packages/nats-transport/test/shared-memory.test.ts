@@ -2,13 +2,12 @@ import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
 import { connect as tcpConnect } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { Frame } from '@tensorbus/core';
 import { bufferPoolStats } from '@tensorbus/core/internal';
 import { natsTransport, sharedMemoryStatus, type NatsTransportOptions } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
 import { MAX_OWN_SEGMENTS, SharedSegments } from '../src/shm/shared-segments.js';
 import { sharedNatsServer } from '../src/testing/index.js';
-import { answerPlusOne, isPlusOne, patternFrame } from './fixtures/shm-bytes.js';
+import { answerPlusOne, callPlusOne, patternFrame } from './fixtures/shm-bytes.js';
 
 const RESPONDER = fileURLToPath(new URL('./fixtures/shm-responder.js', import.meta.url));
 const FOUR_MB = 4 << 20;
@@ -50,17 +49,7 @@ async function responderProcess(t: ExecutionContext, namespace: string) {
   return child;
 }
 
-/** A request in pooled memory (where the codec puts large frames), answered and checked. */
-async function call(requester: NatsTransport, size: number, seed: number, release = true): Promise<{ ok: boolean; reply: Frame }> {
-  const request = patternFrame(size, seed);
-  const sent = Uint8Array.from(request.bytes);
-  const replied = requester.request('svc', request, { timeoutMs: 30_000 });
-  request.release();
-  const reply = await replied;
-  const ok = isPlusOne(reply.bytes, sent);
-  if (release) reply.release();
-  return { ok, reply };
-}
+const call = callPlusOne;
 
 test('shared memory - the addon is built here, and says so', (t) => {
   // CI builds it (npm run build); a machine without a compiler falls back to TCP, tested below.

@@ -11,7 +11,7 @@ import type { NatsTransport } from '../src/internal.js';
 import { hostId } from '../src/direct/direct-protocol.js';
 import { provePeer } from '../src/shm/socket-peer.js';
 import { sharedNatsServer } from '../src/testing/index.js';
-import { answerPlusOne, isPlusOne, patternFrame } from './fixtures/shm-bytes.js';
+import { answerPlusOne, callPlusOne, patternFrame } from './fixtures/shm-bytes.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
 const FOUR_MB = 4 << 20;
@@ -52,17 +52,7 @@ async function transport(t: ExecutionContext, namespace: string): Promise<NatsTr
   return created;
 }
 
-/** A request in pooled memory (a segment, as the codec would use), answered and checked. */
-async function call(requester: NatsTransport, size: number, seed: number): Promise<boolean> {
-  const request = patternFrame(size, seed);
-  const sent = Uint8Array.from(request.bytes);
-  const replied = requester.request('svc', request, { timeoutMs: 30_000 });
-  request.release();
-  const reply = await replied;
-  const ok = isPlusOne(reply.bytes, sent);
-  reply.release();
-  return ok;
-}
+const call = async (requester: NatsTransport, size: number, seed: number) => (await callPlusOne(requester, size, seed)).ok;
 
 /**
  * A worker serving `svc` (answering plus one, counting what it ran) and an
