@@ -22,6 +22,8 @@ export type {
   InboundMessage,
   SubscribeOptions,
   TransportSubscription,
+  BeaconSpec,
+  BeaconSlot,
 } from './transport/transport.js';
 
 // Futures

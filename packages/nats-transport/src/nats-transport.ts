@@ -15,6 +15,8 @@ import {
   TransportError,
   WorkerUnavailableError,
   payloadBytes,
+  type BeaconSlot,
+  type BeaconSpec,
   type InboundMessage,
   type Payload,
   type RequestOptions,
@@ -24,6 +26,8 @@ import {
   type TransportSubscription,
 } from '@tensorbus/core';
 import { abortError } from '@tensorbus/core/internal';
+import { beaconHost } from './beacon/beacon-host.js';
+import type { BeaconConnectionOptions } from './beacon/beacon-protocol.js';
 import { DEFAULT_CHUNK_TIMEOUT_MS, H_PULL, H_SIZE, HEADROOM } from './chunks/chunk-protocol.js';
 import { isAnnouncement, receiveChunked } from './chunks/chunk-receiver.js';
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
@@ -55,6 +59,9 @@ export class NatsTransport implements Transport {
   private readonly smallLimit: number;
   private nextToken = 0;
   private closed = false;
+  /** What a beacon connects with; undefined when beacons are off. */
+  private readonly beaconConnection: BeaconConnectionOptions | undefined;
+  private readonly beacons = new Set<BeaconSlot>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -72,6 +79,7 @@ export class NatsTransport implements Transport {
     this.smallLimit = this.maxPayload - HEADROOM;
     this.chunkTimeoutMs = options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS;
     this.maxTransferBytes = options.maxTransferBytes ?? 2 ** 31 - 1;
+    this.beaconConnection = beaconConnection(options);
     this.muxSubscription = nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => this.onReply(err, msg) });
     void this.watchStatus();
     void nc.closed().then(() => this.onClosed());
@@ -201,6 +209,26 @@ export class NatsTransport implements Transport {
     };
   }
 
+  /**
+   * Publishes `spec`'s messages from the process's beacon thread, on a NATS
+   * connection of its own, so they go on while this thread computes (see
+   * beacon/beacon-host.ts). Undefined when beacons are off or cannot run here.
+   */
+  startBeacon(spec: BeaconSpec): BeaconSlot | undefined {
+    if (this.closed || !this.beaconConnection) return undefined;
+    const subject = this.prefix + spec.subject;
+    checkSubject(subject, 'subject');
+    const slot = beaconHost.add(this.beaconConnection, subject, spec);
+    if (!slot) return undefined;
+    this.beacons.add(slot);
+    return {
+      remove: () => {
+        this.beacons.delete(slot);
+        slot.remove();
+      },
+    };
+  }
+
   async flush(): Promise<void> {
     if (this.closed) throw new ShutdownError('the NATS transport is closed');
     await this.nc.flush();
@@ -326,11 +354,22 @@ export class NatsTransport implements Transport {
   private onClosed(): void {
     if (this.closed) return;
     this.closed = true;
+    // Nothing published for this transport outlives it (the beacon thread ends with its last slot).
+    for (const slot of this.beacons) slot.remove();
+    this.beacons.clear();
     this.direct?.close();
     for (const pending of [...this.pending.values()]) pending.reject(new ShutdownError('the NATS transport was closed while a request was pending'));
     this.setStatus('closed');
     this.status$.complete();
   }
+}
+
+/** The options a beacon connection is made from; undefined when beacons are off. */
+function beaconConnection(options: NatsTransportOptions): BeaconConnectionOptions | undefined {
+  if (options.beacon === false || process.env.TENSORBUS_BEACON === '0') return undefined;
+  const { namespace: _namespace, direct: _direct, name: _name, chunkTimeoutMs: _chunk, maxTransferBytes: _max, beacon: _beacon, ...connection } = options;
+  // Resolved here: the thread's environment is a copy taken when it started.
+  return { ...connection, servers: connection.servers ?? process.env.NATS_URL ?? '127.0.0.1:4222' };
 }
 
 /**
