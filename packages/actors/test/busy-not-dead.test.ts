@@ -18,7 +18,10 @@ const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 test.serial('busy processes - a function that computes for 10 s without yielding returns its result; its worker is never declared failed', async (t) => {
   // Failure timeout 1 s: with heartbeats from the main thread alone, p1 was declared failed ~1 s into the call.
   const { agent, children } = await startProcessGroup(worker, 2, TIMING.fast);
-  t.teardown(() => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
+  t.teardown(async () => {
+    children.forEach((c) => c.exitCode === null && c.kill('SIGKILL'));
+    await agent.shutdown({ graceful: false }).catch(() => undefined);
+  });
   const departures: string[] = [];
   agent.membership.gone$.subscribe(({ name }) => departures.push(name));
   const started = Date.now();

@@ -18,13 +18,16 @@ export interface BeaconStats {
   running: boolean;
   /** Slots publishing now. */
   slots: number;
+  /** NATS connections they use (one per distinct connection configuration). */
+  connections: number;
   /** Threads started so far by this process. */
   threadsStarted: number;
 }
 
 class BeaconHost {
   private worker: Worker | undefined;
-  private readonly slots = new Set<number>();
+  /** Live slots, and the key of the connection each uses. */
+  private readonly slots = new Map<number, string>();
   private nextId = 0;
   private threadsStarted = 0;
 
@@ -46,12 +49,12 @@ class BeaconHost {
       if (this.slots.size === 0) this.end();
       return undefined;
     }
-    this.slots.add(command.id);
+    this.slots.set(command.id, command.connectionKey);
     return { remove: () => this.remove(command.id) };
   }
 
   get stats(): BeaconStats {
-    return { running: this.worker !== undefined, slots: this.slots.size, threadsStarted: this.threadsStarted };
+    return { running: this.worker !== undefined, slots: this.slots.size, connections: new Set(this.slots.values()).size, threadsStarted: this.threadsStarted };
   }
 
   private remove(id: number): void {
