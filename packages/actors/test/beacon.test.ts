@@ -66,12 +66,13 @@ test.serial('beacon - nothing of a worker is heard after its goodbye: its beacon
 test.serial('beacon - a NATS transport whose options cannot cross to a thread runs without one; its worker beats from its main thread', async (t) => {
   const server = await sharedNatsServer();
   const namespace = fresh();
-  const slots = beaconStats().slots;
+  const { slots, threadsStarted: threads } = beaconStats();
   // a turns its beacon off; b's pass-through options hold a function, which cannot be handed to a thread.
   const a = await initRpc({ name: 'a', transport: natsTransport({ servers: server.url, namespace, beacon: false }), heartbeatMs: 100, failureTimeoutMs: 600 });
   const b = await initRpc({ name: 'b', transport: natsTransport({ servers: server.url, namespace, connectionOptions: { reconnectDelayHandler: () => 250 } }), heartbeatMs: 100, failureTimeoutMs: 600 });
   t.teardown(() => stopAll([a, b]));
   t.is(beaconStats().slots, slots, 'neither started a beacon');
+  t.is(beaconStats().threadsStarted, threads, 'nor a thread');
   await eventually(() => a.workers().length === 2 && b.workers().length === 2);
   await settle(1_200);
   t.is(await a.rpcSync('b', addNumbers, [2, 3]), 5, 'b is still a member, twice its failure timeout later');

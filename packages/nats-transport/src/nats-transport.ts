@@ -222,6 +222,7 @@ export class NatsTransport implements Transport {
     if (!slot) return undefined;
     this.beacons.add(slot);
     return {
+      ready: slot.ready,
       remove: () => {
         this.beacons.delete(slot);
         slot.remove();
@@ -369,7 +370,14 @@ function beaconConnection(options: NatsTransportOptions): BeaconConnectionOption
   if (options.beacon === false || process.env.TENSORBUS_BEACON === '0') return undefined;
   const { namespace: _namespace, direct: _direct, name: _name, chunkTimeoutMs: _chunk, maxTransferBytes: _max, beacon: _beacon, ...connection } = options;
   // Resolved here: the thread's environment is a copy taken when it started.
-  return { ...connection, servers: connection.servers ?? process.env.NATS_URL ?? '127.0.0.1:4222' };
+  const resolved = { ...connection, servers: connection.servers ?? process.env.NATS_URL ?? '127.0.0.1:4222' };
+  try {
+    // Options holding functions (an authenticator, a TLS callback) cannot be handed to a thread.
+    structuredClone(resolved);
+  } catch {
+    return undefined;
+  }
+  return resolved;
 }
 
 /**

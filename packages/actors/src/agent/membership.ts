@@ -49,6 +49,8 @@ import { advance, takeLate } from './replay-window.js';
 import { MEMBERS_SUBJECT, STATUS_REPLY_PATTERN } from './subjects.js';
 import { isCount, isInstance, isWorkerId, isWorkerName } from './wire-checks.js';
 
+/** A join waits for its beacon thread to beat (a first start loads the nats client there) at most this long, ms. */
+const BEACON_START_LIMIT_MS = 5_000;
 /** A transport that does not echo a worker's own announcements delays each join step by at most this, ms. */
 const ECHO_LIMIT_MS = 2_000;
 /** Members a worker keeps track of at most (a group is far smaller; a flood of names is not). */
@@ -186,8 +188,10 @@ export class Membership {
     this.statusSubscription = this.transport.status$.subscribe((status) => this.onStatus(status));
     this.touch(this.name, this.inst, this.id, this.joinedAt);
     // Calls may come as soon as the others heard the hello, and compute for long before this join
-    // ends. The beacon's first beat comes an interval after the hello, which it repeats until joined.
+    // ends: the beacon beats before the hello goes out (its first beat an interval later, a hello
+    // again until joined). On a loaded machine a first thread takes seconds to start.
     this.startBeacon();
+    if (this.beacon) await waitAtMost(this.beacon.ready, BEACON_START_LIMIT_MS);
     await this.announceThroughBus('hello');
     await new Promise((resolve) => setTimeout(resolve, this.timing.joinSettleMs));
     // A timer can fire before deliveries already waiting on a busy event loop:

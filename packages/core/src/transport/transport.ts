@@ -136,7 +136,7 @@ export interface TransportSubscription {
 export interface BeaconSpec {
   /** Where the messages go (without the namespace, as for `publish`). */
   subject: string;
-  /** How often, ms (at least 10). */
+  /** How often, ms (a transport may hold to a floor: the NATS beacon's is 10). */
   intervalMs: number;
   /**
    * URL (`import.meta.url`-relative, as a string) of a module whose export
@@ -157,6 +157,12 @@ export interface BeaconSpec {
 
 /** A message published from a beacon thread; remove it to stop. */
 export interface BeaconSlot {
+  /**
+   * Resolves true once the thread publishes this slot's messages (its first
+   * an interval later), false when it cannot (no connection, the builder
+   * would not load, the thread failed): the caller then does without.
+   */
+  readonly ready: Promise<boolean>;
   /** Stops this beacon's messages (the thread ends with its last slot). */
   remove(): void;
 }

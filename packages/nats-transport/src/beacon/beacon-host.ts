@@ -10,7 +10,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { BeaconSlot, BeaconSpec } from '@tensorbus/core';
-import type { AddSlot, BeaconCommand, BeaconConnectionOptions } from './beacon-protocol.js';
+import type { AddSlot, BeaconCommand, BeaconConnectionOptions, SlotReady } from './beacon-protocol.js';
 
 /** What the beacon is doing (for tests and diagnostics). */
 export interface BeaconStats {
@@ -24,10 +24,13 @@ export interface BeaconStats {
   threadsStarted: number;
 }
 
+/** Shortest interval between a slot's messages, ms. */
+const MIN_INTERVAL_MS = 10;
+
 class BeaconHost {
   private worker: Worker | undefined;
-  /** Live slots, and the key of the connection each uses. */
-  private readonly slots = new Map<number, string>();
+  /** Live slots: the key of the connection each uses, and what settles its `ready`. */
+  private readonly slots = new Map<number, { key: string; ready(ok: boolean): void }>();
   private nextId = 0;
   private threadsStarted = 0;
 
@@ -39,7 +42,8 @@ class BeaconHost {
       connectionKey: JSON.stringify(connection),
       connection,
       subject,
-      intervalMs: spec.intervalMs,
+      // A timer faster than this would only burn the thread.
+      intervalMs: Math.max(MIN_INTERVAL_MS, spec.intervalMs),
       builder: spec.builder,
       data: spec.data,
       shared: spec.shared,
@@ -49,16 +53,21 @@ class BeaconHost {
       if (this.slots.size === 0) this.end();
       return undefined;
     }
-    this.slots.set(command.id, command.connectionKey);
-    return { remove: () => this.remove(command.id) };
+    let settle!: (ok: boolean) => void;
+    const ready = new Promise<boolean>((resolve) => (settle = resolve));
+    this.slots.set(command.id, { key: command.connectionKey, ready: settle });
+    return { ready, remove: () => this.remove(command.id) };
   }
 
   get stats(): BeaconStats {
-    return { running: this.worker !== undefined, slots: this.slots.size, connections: new Set(this.slots.values()).size, threadsStarted: this.threadsStarted };
+    return { running: this.worker !== undefined, slots: this.slots.size, connections: new Set([...this.slots.values()].map((slot) => slot.key)).size, threadsStarted: this.threadsStarted };
   }
 
   private remove(id: number): void {
-    if (!this.slots.delete(id)) return;
+    const slot = this.slots.get(id);
+    if (!slot) return;
+    this.slots.delete(id);
+    slot.ready(false);
     if (this.worker) this.send(this.worker, { kind: 'remove', id });
     if (this.slots.size === 0) this.end();
   }
@@ -87,20 +96,29 @@ class BeaconHost {
     worker.unref();
     // A thread that fails only stops beating: the main thread's own heartbeats go on, and new slots start a new thread.
     worker.on('error', () => undefined);
+    worker.on('message', (message: SlotReady) => {
+      if (this.worker === worker && message?.kind === 'ready') this.slots.get(message.id)?.ready(message.ok === true);
+    });
     worker.on('exit', () => {
       if (this.worker !== worker) return;
       this.worker = undefined;
-      this.slots.clear();
+      this.dropSlots();
     });
     this.worker = worker;
     this.threadsStarted++;
     return worker;
   }
 
+  /** Forgets every slot (their thread is gone): those not ready yet never will be. */
+  private dropSlots(): void {
+    for (const slot of this.slots.values()) slot.ready(false);
+    this.slots.clear();
+  }
+
   private end(): void {
     const worker = this.worker;
     this.worker = undefined;
-    this.slots.clear();
+    this.dropSlots();
     void worker?.terminate().catch(() => undefined);
   }
 }

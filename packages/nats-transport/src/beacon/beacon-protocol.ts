@@ -35,5 +35,12 @@ export interface RemoveSlot {
 
 export type BeaconCommand = AddSlot | RemoveSlot;
 
+/** The thread's answer to an AddSlot: whether the slot's messages go out. */
+export interface SlotReady {
+  kind: 'ready';
+  id: number;
+  ok: boolean;
+}
+
 /** What a beat builder module exports. */
 export type BeatBuilder = (data: unknown, shared: Int32Array) => Uint8Array | undefined;

@@ -9,7 +9,7 @@
 import { parentPort } from 'node:worker_threads';
 import { connect, type NatsConnection } from 'nats';
 import { connectionOptions } from '../options.js';
-import type { AddSlot, BeaconCommand, BeatBuilder } from './beacon-protocol.js';
+import type { AddSlot, BeaconCommand, BeatBuilder, SlotReady } from './beacon-protocol.js';
 
 interface Connection {
   nc: Promise<NatsConnection | undefined>;
@@ -54,7 +54,9 @@ async function add(command: AddSlot): Promise<void> {
   const slot: Slot = { connectionKey: command.connectionKey, removed: false };
   slots.set(command.id, slot);
   const [nc, beat] = await Promise.all([connectionFor(command).nc, builderOf(command.builder)]);
-  if (slot.removed || !nc || !beat) return;
+  if (slot.removed) return;
+  const ready = (ok: boolean) => parentPort!.postMessage({ kind: 'ready', id: command.id, ok } satisfies SlotReady);
+  if (!nc || !beat) return ready(false);
   slot.timer = setInterval(() => {
     try {
       const message = beat(command.data, command.shared);
@@ -63,6 +65,7 @@ async function add(command: AddSlot): Promise<void> {
       // Reconnecting or closed: the next beat tries again.
     }
   }, command.intervalMs);
+  ready(true);
 }
 
 function remove(id: number): void {
