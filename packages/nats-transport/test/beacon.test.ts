@@ -5,6 +5,9 @@
  * and costs nothing; nothing outlives the transport.
  */
 import test from 'ava';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import type { BeaconSlot } from '@tensorbus/core';
 import { beaconStats, NatsTransport } from '@tensorbus/nats-transport/internal';
 import { natsTransport } from '@tensorbus/nats-transport';
@@ -73,4 +76,18 @@ test.serial('beacon - a transport with the beacon turned off starts none', async
   const slot: BeaconSlot | undefined = transport.startBeacon!({ subject: 'beats', intervalMs: 50, builder, data: {}, shared: sharedMemory() });
   t.is(slot, undefined);
   t.false(beaconStats().running);
+});
+
+test.serial('beacon - the thread never keeps its process alive, even with a slot nobody removed', async (t) => {
+  const server = await sharedNatsServer();
+  const script = fileURLToPath(new URL('./fixtures/beacon-left-open.js', import.meta.url));
+  const child = spawn(process.execPath, ['--expose-gc', script, server.url], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+  clearTimeout(timer);
+  t.is(out.trim(), 'true', 'the slot beat');
+  t.is(signal, null, 'the process ended by itself');
+  t.is(code, 0);
 });

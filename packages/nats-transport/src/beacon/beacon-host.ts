@@ -92,8 +92,6 @@ class BeaconHost {
     } catch {
       return undefined;
     }
-    // The beacon never keeps its process alive.
-    worker.unref();
     // A thread that fails only stops beating: the main thread's own heartbeats go on, and new slots start a new thread.
     worker.on('error', () => undefined);
     worker.on('message', (message: SlotReady) => {
@@ -104,6 +102,8 @@ class BeaconHost {
       this.worker = undefined;
       this.dropSlots();
     });
+    // The beacon never keeps its process alive. After the listeners: one for 'message' refs the thread's port again.
+    worker.unref();
     this.worker = worker;
     this.threadsStarted++;
     return worker;
