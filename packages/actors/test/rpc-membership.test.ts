@@ -144,6 +144,8 @@ for (const kind of transportKinds()) {
     // Silence b without a goodbye: its heartbeats stop, as when its process dies.
     (b as unknown as { membership: { leave(): void; announce(k: string): void } }).membership.announce = () => undefined;
     clearInterval((b as unknown as { membership: { heartbeat: NodeJS.Timeout } }).membership.heartbeat);
+    // Its beacon's beats (NATS) stop with it too.
+    (b as unknown as { membership: { beacon?: { remove(): void } } }).membership.beacon?.remove();
     const error = await pending;
     const elapsed = Date.now() - cut;
     tt.true(elapsed < 2_000, `declared gone after ${elapsed} ms`);

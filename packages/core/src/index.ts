@@ -23,6 +23,8 @@ export type {
   InboundMessage,
   SubscribeOptions,
   TransportSubscription,
+  BeaconSpec,
+  BeaconSlot,
 } from './transport/transport.js';
 
 // Futures

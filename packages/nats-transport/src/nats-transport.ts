@@ -16,6 +16,8 @@ import {
   WorkerUnavailableError,
   Frame,
   payloadFrame,
+  type BeaconSlot,
+  type BeaconSpec,
   type InboundMessage,
   type Payload,
   type RequestOptions,
@@ -25,6 +27,8 @@ import {
   type TransportSubscription,
 } from '@tensorbus/core';
 import { abortError, holdPayload, letGoPinned } from '@tensorbus/core/internal';
+import { beaconHost } from './beacon/beacon-host.js';
+import type { BeaconConnectionOptions } from './beacon/beacon-protocol.js';
 import { DEFAULT_CHUNK_TIMEOUT_MS, H_PULL, H_SIZE, HEADROOM } from './chunks/chunk-protocol.js';
 import { isAnnouncement, receiveChunked } from './chunks/chunk-receiver.js';
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
@@ -57,6 +61,9 @@ export class NatsTransport implements Transport {
   private readonly smallLimit: number;
   private nextToken = 0;
   private closed = false;
+  /** What a beacon connects with; undefined when beacons are off. */
+  private readonly beaconConnection: BeaconConnectionOptions | undefined;
+  private readonly beacons = new Set<BeaconSlot>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -74,6 +81,7 @@ export class NatsTransport implements Transport {
     this.smallLimit = this.maxPayload - HEADROOM;
     this.chunkTimeoutMs = options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS;
     this.maxTransferBytes = options.maxTransferBytes ?? 2 ** 31 - 1;
+    this.beaconConnection = beaconConnection(options);
     this.muxSubscription = nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => this.onReply(err, msg) });
     void this.watchStatus();
     void nc.closed().then(() => this.onClosed());
@@ -202,6 +210,27 @@ export class NatsTransport implements Transport {
       unsubscribe: () => {
         route?.remove();
         sub.unsubscribe();
+      },
+    };
+  }
+
+  /**
+   * Publishes `spec`'s messages from the process's beacon thread, on a NATS
+   * connection of its own, so they go on while this thread computes (see
+   * beacon/beacon-host.ts). Undefined when beacons are off or cannot run here.
+   */
+  startBeacon(spec: BeaconSpec): BeaconSlot | undefined {
+    if (this.closed || !this.beaconConnection) return undefined;
+    const subject = this.prefix + spec.subject;
+    checkSubject(subject, 'subject');
+    const slot = beaconHost.add(this.beaconConnection, subject, spec);
+    if (!slot) return undefined;
+    this.beacons.add(slot);
+    return {
+      ready: slot.ready,
+      remove: () => {
+        this.beacons.delete(slot);
+        slot.remove();
       },
     };
   }
@@ -352,11 +381,29 @@ export class NatsTransport implements Transport {
   private onClosed(): void {
     if (this.closed) return;
     this.closed = true;
+    // Nothing published for this transport outlives it (the beacon thread ends with its last slot).
+    for (const slot of this.beacons) slot.remove();
+    this.beacons.clear();
     this.direct?.close();
     for (const pending of [...this.pending.values()]) pending.reject(new ShutdownError('the NATS transport was closed while a request was pending'));
     this.setStatus('closed');
     this.status$.complete();
   }
+}
+
+/** The options a beacon connection is made from; undefined when beacons are off. */
+function beaconConnection(options: NatsTransportOptions): BeaconConnectionOptions | undefined {
+  if (options.beacon === false || process.env.TENSORBUS_BEACON === '0') return undefined;
+  const { namespace: _namespace, direct: _direct, name: _name, chunkTimeoutMs: _chunk, maxTransferBytes: _max, beacon: _beacon, ...connection } = options;
+  // Resolved here: the thread's environment is a copy taken when it started.
+  const resolved = { ...connection, servers: connection.servers ?? process.env.NATS_URL ?? '127.0.0.1:4222' };
+  try {
+    // Options holding functions (an authenticator, a TLS callback) cannot be handed to a thread.
+    structuredClone(resolved);
+  } catch {
+    return undefined;
+  }
+  return resolved;
 }
 
 /**

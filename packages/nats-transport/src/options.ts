@@ -47,6 +47,13 @@ export interface NatsTransportOptions {
    * crosses the network in clear (same-host calls keep it, and shared memory).
    */
   direct?: false | DirectOptions;
+  /**
+   * Heartbeats from a thread of their own (the process's beacon, with a NATS
+   * connection of its own), so a worker whose main thread computes for long
+   * is not declared failed. Default true; `false` (or TENSORBUS_BEACON=0)
+   * leaves them to the main thread alone. See docs/rpc.md (failure detection).
+   */
+  beacon?: boolean;
   /** Connection timeout, ms (default 5,000). */
   timeoutMs?: number;
   /** Pass-through of other nats client options. */

@@ -37,6 +37,11 @@ export class Identity {
     this.dhKey = agreement.publicKey.export({ format: 'jwk' }).x!;
   }
 
+  /** The Ed25519 private key, for this worker's beacon thread, which signs its heartbeats (heartbeat-beat.ts). */
+  get signingKey(): KeyObject {
+    return this.signPrivate;
+  }
+
   /** Signs `text` with this worker's Ed25519 key. */
   sign(text: string): string {
     return sign(null, Buffer.from(text), this.signPrivate).toString('base64url');

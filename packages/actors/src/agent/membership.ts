@@ -20,7 +20,11 @@
  *   An id is final once `join` resolves and never changes.
  * - heartbeats: every worker broadcasts `hb` every `heartbeatMs`; a worker not
  *   heard from for `failureTimeoutMs` is declared failed (while this worker's
- *   own connection is up) and `gone$` fires so pending calls fail fast.
+ *   own connection is up) and `gone$` fires so pending calls fail fast. Where
+ *   the transport has a beacon (NATS), a thread of its own beats too, from
+ *   the hello on (heartbeat-beat.ts), so a worker whose main
+ *   thread computes for long is not taken for dead; the main thread's beats
+ *   go on beside it, numbered from the same shared counter.
  * - leave: broadcast `bye`; members drop the worker at once.
  * - authentication: every announcement carries the sender's public keys, a
  *   sequence number and an Ed25519 signature. The first valid claim of a name
@@ -39,6 +43,7 @@ import {
   DuplicateWorkerError,
   InvalidArgumentError,
   RpcTimeoutError,
+  type BeaconSlot,
   type Transport,
   type TransportSubscription,
 } from '@tensorbus/core';
@@ -46,10 +51,14 @@ import { waitAtMost } from '@tensorbus/core/internal';
 import { decodeWithoutTensors } from '../tensors.js';
 import type { WorkerInfo } from '../worker-info.js';
 import type { ControlChannel, ControlMessage } from './control.js';
+import { ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData } from './heartbeat-beat.js';
 import { Identity, isPublicKey } from './identity.js';
+import { advance, takeLate } from './replay-window.js';
 import { MEMBERS_SUBJECT, STATUS_REPLY_PATTERN } from './subjects.js';
 import { isCount, isInstance, isWorkerId, isWorkerName } from './wire-checks.js';
 
+/** A join waits for its beacon thread to beat (a first start loads the nats client there) at most this long, ms. */
+const BEACON_START_LIMIT_MS = 5_000;
 /** A transport that does not echo a worker's own announcements delays each join step by at most this, ms. */
 const ECHO_LIMIT_MS = 2_000;
 /** Members a worker keeps track of at most (a group is far smaller; a flood of names is not). */
@@ -87,6 +96,8 @@ interface Member extends Binding {
   claimed?: number;
   joinedAt: number;
   lastSeen: number;
+  /** Numbers below `seq` heard already (replay-window.ts). */
+  late: number;
 }
 
 interface Departed extends Binding {
@@ -123,10 +134,7 @@ interface Claim {
   lost: boolean;
 }
 
-/** What an announcement's signature covers. */
-export function signedText(m: Announcement): string {
-  return `tensorbus member\0${m.k}\0${m.n}\0${m.id}\0${m.inst}\0${m.t}\0${m.q}\0${m.sk}\0${m.xk}`;
-}
+export { signedText };
 
 /** Why a worker left the view. */
 export interface Departure {
@@ -148,7 +156,10 @@ export class Membership {
   dropped = 0;
   private readonly members = new Map<string, Member>();
   private readonly departed = new Map<string, Departed>();
-  private seq = 0;
+  /** `[SEQ, STATE, ID]` of this worker, shared with its beacon thread (heartbeat-beat.ts). */
+  private readonly shared = new Int32Array(new SharedArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT));
+  /** This worker's heartbeats from the transport's beacon thread; undefined without one. */
+  private beacon: BeaconSlot | undefined;
   private id = -1;
   private conflict: DuplicateWorkerError | undefined;
   private subscription: TransportSubscription | undefined;
@@ -206,6 +217,11 @@ export class Membership {
     });
     this.statusSubscription = this.transport.status$.subscribe((status) => this.onStatus(status));
     this.touch(this.name, this.inst, this.id, this.joinedAt);
+    // Calls may come as soon as the others heard the hello, and compute for long before this join
+    // ends: the beacon beats before the hello goes out (its first beat an interval later, a hello
+    // again until joined). On a loaded machine a first thread takes seconds to start.
+    this.startBeacon();
+    if (this.beacon) await waitAtMost(this.beacon.ready, BEACON_START_LIMIT_MS);
     await this.announceThroughBus('hello');
     await new Promise((resolve) => setTimeout(resolve, this.timing.joinSettleMs));
     // A timer can fire before deliveries already waiting on a busy event loop:
@@ -216,6 +232,7 @@ export class Membership {
     this.resolveStaticIds();
     this.touch(this.name, this.inst, this.id, this.joinedAt);
     this.announce('hb');
+    Atomics.store(this.shared, STATE, JOINED);
     this.lastTick = Date.now();
     this.heartbeat = setInterval(() => this.tick(), this.timing.heartbeatMs);
     this.heartbeat.unref();
@@ -306,11 +323,15 @@ export class Membership {
     if (this.left) return;
     this.left = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
+    // Before the bye takes its number: the beacon sends nothing numbered after it (heartbeat-beat.ts `beat`).
+    Atomics.store(this.shared, STATE, LEFT);
     try {
       this.announce('bye');
     } catch {
       // The transport may already be closed; others then detect the silence.
     }
+    this.beacon?.remove();
+    this.beacon = undefined;
     this.subscription?.unsubscribe();
     this.statusSubscription?.unsubscribe();
     this.membership$.complete();
@@ -329,13 +350,35 @@ export class Membership {
     this.awaitedEcho = undefined;
   }
 
+  /**
+   * Starts this worker's heartbeats on the transport's beacon thread, if it
+   * has one. A beacon that cannot start costs nothing: this thread beats anyway.
+   */
+  private startBeacon(): void {
+    if (this.left || this.beacon) return;
+    const data: BeatData = { n: this.name, inst: this.inst, t: this.joinedAt, sk: this.identity.signKey, xk: this.identity.dhKey, key: this.identity.signingKey };
+    try {
+      this.beacon = this.transport.startBeacon?.({
+        subject: MEMBERS_SUBJECT,
+        intervalMs: this.timing.heartbeatMs,
+        builder: new URL('./heartbeat-beat.js', import.meta.url).href,
+        data,
+        shared: this.shared,
+      });
+    } catch {
+      this.beacon = undefined;
+    }
+  }
+
   private announce(kind: 'hello' | 'sync' | 'hb' | 'bye' | 'claim' | 'mine', id = this.id): void {
     this.transport.publish(MEMBERS_SUBJECT, defaultCodec.encode(this.signed(kind, id)));
   }
 
   /** This worker's announcement of `kind` (about `id`, its own by default), numbered and signed. */
   private signed(kind: Announcement['k'], id = this.id): Announcement {
-    const message = { k: kind, n: this.name, id, inst: this.inst, t: this.joinedAt, q: ++this.seq, sk: this.identity.signKey, xk: this.identity.dhKey } as Announcement;
+    // The beacon's beats carry this worker's own id (-1 while it claims one), never the id a claim is about.
+    Atomics.store(this.shared, ID, this.id);
+    const message = { k: kind, n: this.name, id, inst: this.inst, t: this.joinedAt, q: Atomics.add(this.shared, SEQ, 1) + 1, sk: this.identity.signKey, xk: this.identity.dhKey } as Announcement;
     message.sig = this.identity.sign(signedText(message));
     return message;
   }
@@ -357,10 +400,13 @@ export class Membership {
   /** Checks an announcement's form, signature and binding; handles it, or drops and counts it. */
   private accept(raw: unknown): void {
     const message = raw as Announcement;
-    if (!this.authentic(message)) {
+    const verdict = this.authentic(message);
+    if (verdict === false) {
       this.dropped++;
       return;
     }
+    // A beat that the bus delivered after a later one says only that its sender lives.
+    if (verdict === 'late') return;
     if (message.k === 'bye') {
       this.remove(message.n, message.inst, 'left', message.q);
       return;
@@ -375,15 +421,18 @@ export class Membership {
    * True when `m` is well formed, signed by the keys it carries, and those are
    * the keys its name is bound to (a name not bound yet, or bound to an
    * instance that has gone, binds them now), with a sequence number above
-   * every one heard from that instance.
+   * every one heard from that instance; or `'late'` for a member's `hb` or
+   * `hello` not heard yet, with a number a little below the newest (its
+   * beacon's and its main thread's beats travel on two connections), after
+   * marking it heard and the member seen.
    */
-  private authentic(m: Announcement): boolean {
+  private authentic(m: Announcement): boolean | 'late' {
     if (typeof m !== 'object' || m === null || !KINDS.has(m.k) || !isWorkerName(m.n) || !isInstance(m.inst) || !isWorkerId(m.id)) return false;
     if (typeof m.t !== 'number' || !Number.isFinite(m.t) || !isCount(m.q) || !isPublicKey(m.sk) || !isPublicKey(m.xk)) return false;
     if (!this.identity.verify(m.sk, signedText(m), m.sig)) return false;
     if (m.n === this.name) {
       // This worker's own echo, or a rival for its name (the name-claim protocol decides).
-      return m.inst !== this.inst || (m.sk === this.identity.signKey && m.q <= this.seq);
+      return m.inst !== this.inst || (m.sk === this.identity.signKey && m.q <= Atomics.load(this.shared, SEQ));
     }
     const bound: Binding | undefined = this.members.get(m.n) ?? this.departed.get(m.n);
     if (bound === undefined || bound.inst !== m.inst) {
@@ -391,7 +440,16 @@ export class Membership {
       // New names beyond MAX_MEMBERS are not taken in: announcements alone cannot grow this worker's state without bound.
       return !this.members.has(m.n) && m.k !== 'bye' && this.members.size < MAX_MEMBERS;
     }
-    return m.sk === bound.signKey && m.xk === bound.dhKey && m.q > bound.seq;
+    if (m.sk !== bound.signKey || m.xk !== bound.dhKey) return false;
+    if (m.q > bound.seq) return true;
+    // Only a live member: a worker that said bye (or was declared failed) is not brought back by an older beat.
+    const member = this.members.get(m.n);
+    if (member !== bound || (m.k !== 'hb' && m.k !== 'hello')) return false;
+    const late = takeLate(member.seq, member.late, m.q);
+    if (late === undefined) return false;
+    member.late = late;
+    member.lastSeen = Date.now();
+    return 'late';
   }
 
   private observe(message: Announcement): void {
@@ -523,13 +581,15 @@ export class Membership {
     this.departed.delete(name);
     const keys: Binding = from
       ? { inst, signKey: from.sk, dhKey: from.xk, seq: from.q }
-      : { inst, signKey: this.identity.signKey, dhKey: this.identity.dhKey, seq: this.seq };
+      : { inst, signKey: this.identity.signKey, dhKey: this.identity.dhKey, seq: Atomics.load(this.shared, SEQ) };
+    const late = existing && existing.inst === inst ? advance(existing.seq, existing.late, keys.seq) : 0;
     if (existing && existing.inst === inst && existing.info.id === id) {
       existing.lastSeen = Date.now();
+      existing.late = late;
       existing.seq = keys.seq;
       return;
     }
-    this.members.set(name, { ...keys, info: { name, id }, joinedAt, lastSeen: Date.now() });
+    this.members.set(name, { ...keys, info: { name, id }, joinedAt, lastSeen: Date.now(), late });
     this.publishView();
   }
 

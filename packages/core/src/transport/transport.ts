@@ -175,6 +175,47 @@ export interface TransportSubscription {
   unsubscribe(): void;
 }
 
+/**
+ * What a beacon publishes: one message every `intervalMs`, made anew each time
+ * by a function that runs on a thread of its own (see
+ * {@link Transport.startBeacon}). Everything here crosses to that thread by
+ * structured clone, so it holds data only: the function is named by the
+ * module that exports it.
+ */
+export interface BeaconSpec {
+  /** Where the messages go (without the namespace, as for `publish`). */
+  subject: string;
+  /** How often, ms (a transport may hold to a floor: the NATS beacon's is 10). */
+  intervalMs: number;
+  /**
+   * URL (`import.meta.url`-relative, as a string) of a module whose export
+   * `beat(data, shared)` returns the bytes of one message, or undefined to
+   * skip this beat. It runs on the beacon thread: it must load quickly and
+   * touch no tensors.
+   */
+  builder: string;
+  /** Handed to `beat` on every beat (structured-cloneable: plain data, `KeyObject`s). */
+  data: unknown;
+  /**
+   * Memory shared with the caller (on a `SharedArrayBuffer`): both threads
+   * read and write it with `Atomics`, so `beat` sees what the caller changes
+   * at once, even while the caller's own thread computes.
+   */
+  shared: Int32Array;
+}
+
+/** A message published from a beacon thread; remove it to stop. */
+export interface BeaconSlot {
+  /**
+   * Resolves true once the thread publishes this slot's messages (its first
+   * an interval later), false when it cannot (no connection, the builder
+   * would not load, the thread failed): the caller then does without.
+   */
+  readonly ready: Promise<boolean>;
+  /** Stops this beacon's messages (the thread ends with its last slot). */
+  remove(): void;
+}
+
 /** Moves bytes between workers. */
 export interface Transport {
   /** `'local'`, `'nats'`, … for logs and diagnostics. */
@@ -201,6 +242,14 @@ export interface Transport {
   publish(subject: string, data: Uint8Array | Frame): void;
   /** Calls `handler` for every message on `subject` (wildcards allowed). */
   subscribe(subject: string, handler: (message: InboundMessage) => void, options?: SubscribeOptions): TransportSubscription;
+  /**
+   * Optional. Publishes `spec`'s messages from a thread of its own, with a bus
+   * connection of its own, so they go on while this thread computes
+   * (membership heartbeats: busy is not dead). Undefined when this transport
+   * has no use for one (in one process, a busy worker is the caller's own
+   * thread) or cannot start one here; the caller then does without.
+   */
+  startBeacon?(spec: BeaconSpec): BeaconSlot | undefined;
   /** Resolves once everything published so far has been handed to the bus. */
   flush(): Promise<void>;
   /** Closes the transport; pending requests reject with `ShutdownError`. */
