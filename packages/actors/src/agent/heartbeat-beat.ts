@@ -33,12 +33,17 @@ export const LEFT = 2;
 
 /** The fields an announcement's signature covers. */
 export interface SignedFields {
+  /** The kind of announcement. */
   k: string;
+  /** The worker's name, id (-1 while it has none) and instance. */
   n: string;
   id: number;
   inst: string;
+  /** When the instance started (ms since the epoch). */
   t: number;
+  /** Sequence number of the sender's announcements (its instance's), from 1. */
   q: number;
+  /** The sender's Ed25519 and X25519 public keys. */
   sk: string;
   xk: string;
 }

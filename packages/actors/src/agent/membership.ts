@@ -51,7 +51,7 @@ import { waitAtMost } from '@tensorbus/core/internal';
 import { decodeWithoutTensors } from '../tensors.js';
 import type { WorkerInfo } from '../worker-info.js';
 import type { ControlChannel, ControlMessage } from './control.js';
-import { ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData } from './heartbeat-beat.js';
+import { ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData, type SignedFields } from './heartbeat-beat.js';
 import { Identity, isPublicKey } from './identity.js';
 import { advance, takeLate } from './replay-window.js';
 import { MEMBERS_SUBJECT, STATUS_REPLY_PATTERN } from './subjects.js';
@@ -107,17 +107,8 @@ interface Departed extends Binding {
 }
 
 /** An announcement on the members subject or a `here` on a control subject. */
-export interface Announcement extends ControlMessage {
+export interface Announcement extends ControlMessage, SignedFields {
   k: 'hello' | 'sync' | 'hb' | 'bye' | 'here' | 'query' | 'claim' | 'mine';
-  n: string;
-  id: number;
-  inst: string;
-  t: number;
-  /** Sequence number of the sender's announcements (its instance's), from 1. */
-  q: number;
-  /** The sender's Ed25519 and X25519 public keys. */
-  sk: string;
-  xk: string;
   /** Ed25519 signature of {@link signedText}. */
   sig: string;
   reply?: string;
