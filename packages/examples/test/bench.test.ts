@@ -26,7 +26,7 @@ test('examples - bench: a quick run measures no-op and 4 KB round trips over NAT
   child.stderr.on('data', (d: Buffer) => process.stderr.write(d));
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
   t.is(code, 0, stdout);
-  t.regex(stdout, /identity 4 KB, block 1\/\d+:\n\s+tensorbus \(NATS, 2 processes\) \.\.\. [\d.]+ µs/, 'progress names the case and the system');
+  t.regex(stdout, /identity 4 KB, block 1\/\d+:\n\s+tensorbus \(NATS, 2 processes\) \.\.\. [\d.]+ (µs|ms)/, 'progress names the case and the system');
 
   const report = JSON.parse(readFileSync(join(out, 'bench.json'), 'utf8')) as { results: Result[]; tfjsBackend: string; machine: { cpuCount: number } };
   t.truthy(report.tfjsBackend);
