@@ -1,5 +1,5 @@
 import test from 'ava';
-import { firstValueFrom, from, interval, lastValueFrom, map, take, toArray } from 'rxjs';
+import { concatMap, firstValueFrom, from, interval, lastValueFrom, map, mergeMap, take, toArray } from 'rxjs';
 import { RemoteError, UnknownFunctionError } from '@tensorbus/core';
 import { concatMapStream, remoteFunction } from '../src/index.js';
 import { countTo, produced, producedSoFar } from './fixtures/functions.js';
@@ -91,6 +91,35 @@ for (const kind of transportKinds()) {
     tt.deepEqual(results, Array.from({ length: 60 }, (_, i) => i * 10));
     tt.true(maxAhead > 1, 'the producer does run ahead of the consumer');
     tt.true(maxAhead <= credit + 2, `producer ran ${maxAhead} items ahead with credit ${credit}`);
+    await stopAll(agents);
+  });
+
+  test(t('plain rxjs concatMap(async …) and mergeMap(async …, 2) hold the producer within its credit'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const credit = 4;
+    for (const [name, operator] of [
+      ['concatMap', (f: (n: number) => Promise<number>) => concatMap(f)],
+      ['mergeMap 2', (f: (n: number) => Promise<number>) => mergeMap(f, 2)],
+    ] as const) {
+      const tag = `rx-${name}-${kind.name}`;
+      let maxAhead = 0;
+      let finished = 0;
+      const results = await lastValueFrom(
+        agents[0]!.rpcStream<number>('b', countTo, [60, tag], { credit }).pipe(
+          operator(async (n) => {
+            await new Promise((resolve) => setTimeout(resolve, 4));
+            // The producer runs in this process too: how far it got while this work was under way.
+            maxAhead = Math.max(maxAhead, (produced.get(tag) ?? 0) - finished);
+            finished++;
+            return n * 10;
+          }),
+          toArray(),
+        ),
+      );
+      tt.deepEqual([...results].sort((p, q) => p - q), Array.from({ length: 60 }, (_, i) => i * 10), name);
+      tt.true(maxAhead > 1, `${name}: the producer does run ahead of the consumer`);
+      tt.true(maxAhead <= credit + 2, `${name}: producer ran ${maxAhead} items ahead with credit ${credit}`);
+    }
     await stopAll(agents);
   });
 

@@ -198,8 +198,9 @@ export class RpcAgent {
    * there). Cold: each subscription (or iteration) runs the function once.
    * Unsubscribing cancels the producer; a slow consumer slows it through
    * bounded credit, returned as the consumer finishes with items: when a
-   * subscriber's `next` returns, when a `for await` loop asks for the next
-   * item, or when `concatMapStream`'s work for an item completes.
+   * subscriber's `next` returns or the promises it made for the item settle
+   * (so `concatMap(async …)` holds it too), when a `for await` loop asks for
+   * the next item, or when `concatMapStream`'s work for an item completes.
    *
    * @example
    * ```ts

@@ -7,6 +7,7 @@
  */
 import { Observable } from 'rxjs';
 import { disposeTransient } from '../tensors.js';
+import { ConsumerWork } from './consumer-work.js';
 
 /** Where an open stream delivers. */
 export interface StreamSink<T> {
@@ -28,11 +29,13 @@ export interface StreamChannel {
  *
  * Credit (`StreamOptions.credit` items the producer may send ahead) comes back
  * when the consumer has finished with an item:
- * - subscribed as an Observable, when the subscriber's `next` returns, so a
- *   synchronous subscriber holds the producer. rxjs operators that queue
- *   values for later (`concatMap(async …)`, `mergeMap` with a concurrency)
- *   return from `next` at once and queue without bound on this side: use
- *   {@link concatMapStream} or `for await` for asynchronous work per item;
+ * - subscribed as an Observable, when the subscriber has finished with the
+ *   item: when `next` returns for synchronous work, and when the promises made
+ *   for it have settled for asynchronous work, also behind rxjs operators
+ *   that queue items (`concatMap(async …)`, `mergeMap(f, n)`; see
+ *   consumer-work.ts). A consumer that leaves a promise unsettled for good in
+ *   an item's work holds the producer: use `for await` or
+ *   {@link concatMapStream} there;
  * - iterated (`for await (const x of stream)`), when the loop asks for the
  *   next item, i.e. once the loop's body for the previous one has finished.
  *   Leaving the loop (`break`, `return`, a throw) cancels the producer.
@@ -52,15 +55,17 @@ export class RpcStream<T> extends Observable<T> implements AsyncIterable<T> {
   constructor(private readonly opener: (sink: StreamSink<T>) => StreamChannel) {
     super((subscriber) => {
       let channel: StreamChannel | undefined;
+      // Credit returns as the subscriber finishes with items, also work it does after `next` returned (consumer-work.ts).
+      const work = new ConsumerWork((n) => channel?.consumed(n));
       channel = opener({
-        item: (value) => {
-          subscriber.next(value);
-          channel?.consumed(1);
-        },
+        item: (value) => work.deliver(() => subscriber.next(value)),
         end: () => subscriber.complete(),
         fail: (error) => subscriber.error(error),
       });
-      return () => channel?.cancel();
+      return () => {
+        work.close();
+        channel?.cancel();
+      };
     });
   }
 
