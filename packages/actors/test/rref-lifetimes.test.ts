@@ -7,11 +7,12 @@
  * No test here collects garbage.
  */
 import test from 'ava';
+import { lastValueFrom, toArray } from 'rxjs';
 import { RemoteError, RRefError, tf } from '@tensorbus/core';
 import { DistributedOptimizer, RemoteModule, type RpcAgent } from '../src/index.js';
 import { Linear } from './fixtures/autograd-functions.js';
 import { addNumbers } from './fixtures/functions.js';
-import { keepArgument, keptValues, makeAndReturn, releaseKept, rrefValue, sumNested, useThenFail } from './fixtures/rref-functions.js';
+import { keepArgument, keptValues, makeAndReturn, releaseKept, rrefValue, streamFromRRef, sumNested, useThenFail } from './fixtures/rref-functions.js';
 import { eventually, NO_RREFS, rrefsReleased, startGroup, stopAll, stopEverything, transportKinds } from './helpers.js';
 
 test.after.always(stopEverything);
@@ -49,6 +50,27 @@ for (const kind of transportKinds()) {
     await Promise.all([onC.release(), local.release()]);
     await rrefsReleased(agents);
     tt.pass();
+    await stopAll(agents);
+  });
+
+  test(t('a stream starts once its RRef arguments are usable, and lets go of them when it ends or is cancelled'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b', 'c'], SLACK);
+    const [a, b, c] = agents as [RpcAgent, RpcAgent, RpcAgent];
+    const onC = a.remote('c', addNumbers, [20, 1]);
+    // Ran to its end: confirmed at start, released after.
+    tt.deepEqual(await lastValueFrom(a.rpcStream<number>('b', streamFromRRef, [onC, 3]).pipe(toArray())), [1, 21, 21, 21]);
+    await eventually(() => b.rrefStats().users === 0 && c.rrefStats().pendingUsers === 0);
+    tt.deepEqual(stats(b), NO_RREFS, 'the producer holds nothing after its stream ended');
+    // Left early: the producer is cancelled, and its arguments go too.
+    for await (const first of a.rpcStream<number>('b', streamFromRRef, [onC, 1_000_000], { credit: 2 })) {
+      tt.is(first, 1);
+      break;
+    }
+    await eventually(() => b.rrefStats().users === 0 && c.rrefStats().pendingUsers === 0);
+    tt.deepEqual(stats(b), NO_RREFS, 'the producer holds nothing after its stream was cancelled');
+    tt.is(c.rrefStats().owners, 1, 'the caller still holds the value');
+    await onC.release();
+    await rrefsReleased(agents);
     await stopAll(agents);
   });
 

@@ -37,7 +37,8 @@ export interface CallReferences {
 }
 
 /** Starts a stream for an accepted STREAM request. */
-export type StreamStarter = (request: CallRequest, produce: () => unknown, caller: CallerIdentity) => void;
+/** Starts a stream's producer; `ended` (if given) runs once the stream is over, however it ends. */
+export type StreamStarter = (request: CallRequest, produce: () => unknown, caller: CallerIdentity, ended?: () => void) => void;
 
 /** Serves calls addressed to one worker. */
 export class CallServer {
@@ -119,8 +120,14 @@ export class CallServer {
         this.answerError(message, undefined, errorToWire(error));
         return;
       }
-      if (request.kind !== CALL || this.references === undefined) {
+      if (this.references === undefined) {
         await this.serve(message, request, context, caller, [], arrivedAt);
+        return;
+      }
+      if (request.kind !== CALL) {
+        // A stream's RRef arguments are waited for as a call's are, and live as long as the stream, unless kept.
+        const references = this.references;
+        await this.serve(message, request, context, caller, received, arrivedAt, received.length > 0 ? () => references.settled(received, []) : undefined);
         return;
       }
       // The RRefs a call carries live as long as the call, unless its function keeps them: those it received,
@@ -136,7 +143,15 @@ export class CallServer {
     }
   }
 
-  private async serve(message: InboundMessage, request: CallRequest, context: WireContext, caller: CallerIdentity, received: unknown[], arrivedAt: number): Promise<void> {
+  private async serve(
+    message: InboundMessage,
+    request: CallRequest,
+    context: WireContext,
+    caller: CallerIdentity,
+    received: unknown[],
+    arrivedAt: number,
+    streamEnded?: () => void,
+  ): Promise<void> {
     let result: unknown;
     let timing: WireTiming | undefined;
     // The tensors the call makes: disposed when it ends, but what it returns or keeps (see call-tensors.ts).
@@ -149,7 +164,10 @@ export class CallServer {
       const found = entry;
       const produce = () => found.invoke(request.args);
       if (request.kind !== CALL) {
-        this.startStream(request, produce, caller);
+        // From here the producer runs `streamEnded` when the stream is over.
+        const ended = streamEnded;
+        streamEnded = undefined;
+        this.startStream(request, produce, caller, ended);
         result = null;
       } else {
         const run = () => callScope.run({ agent: this.agent, caller: caller.name, verified: caller.verified, meta: request.meta }, async () => produce());
@@ -162,6 +180,7 @@ export class CallServer {
       }
     } catch (error) {
       disposeTransient(request.args);
+      streamEnded?.();
       made?.close();
       // The function failed; a refusal (unknown function or method, RRef or context, a peer over its bounds) is the caller's to fix.
       if (entry !== undefined && !isRefusal(error)) this.log.failed(callDescription(entry, request.args), caller.name, error);

@@ -89,7 +89,7 @@ export class RpcAgent {
     this.calls = new CallClient(transport, name, this, () => this.options.rpcTimeoutMs, this.callAuth);
     this.producers = new StreamProducers(transport, name, this, this.control);
     this.consumers = new StreamConsumers(transport, name, this, this.calls, this.control);
-    this.server = new CallServer(transport, name, this, (request, produce, caller) => this.producers.start(request, produce, caller), this.callAuth, new CallLog(name, options.logger));
+    this.server = new CallServer(transport, name, this, (request, produce, caller, ended) => this.producers.start(request, produce, caller, ended), this.callAuth, new CallLog(name, options.logger));
     this.control.on('sdstatus', (m) => signStatus(this.membership, m, this.shutdownStatus()));
     this.rrefs = new RRefManager(this);
     this.distAutograd = new DistAutograd(this);

@@ -41,8 +41,8 @@ export class StreamProducers {
     return this.producers.size;
   }
 
-  /** Starts producing for an accepted STREAM request. */
-  start(request: CallRequest, produce: () => unknown, caller: CallerIdentity): void {
+  /** Starts producing for an accepted STREAM request; `ended` runs once it is over, however it ends. */
+  start(request: CallRequest, produce: () => unknown, caller: CallerIdentity, ended?: () => void): void {
     const open = request.open!;
     const key = streamKey(request.meta.from, open.id);
     const producer: Producer = { caller: request.meta.from, verified: caller.verified, credit: open.credit, cancelled: false, wake: undefined, stop: () => undefined };
@@ -86,6 +86,7 @@ export class StreamProducers {
       .finally(() => {
         disposeTransient(request.args);
         this.producers.delete(key);
+        ended?.();
       });
   }
 
