@@ -1,7 +1,7 @@
 import test from 'ava';
-import { concatMap, firstValueFrom, from, interval, lastValueFrom, map, mergeMap, take, toArray } from 'rxjs';
+import { concatMap, firstValueFrom, from, interval, lastValueFrom, map, mergeMap, take, toArray, type OperatorFunction } from 'rxjs';
 import { RemoteError, UnknownFunctionError } from '@tensorbus/core';
-import { concatMapStream, remoteFunction } from '../src/index.js';
+import { concatMapStream, remoteFunction, type RpcAgent } from '../src/index.js';
 import { countTo, produced, producedSoFar } from './fixtures/functions.js';
 import { startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
@@ -14,6 +14,34 @@ const failingStream = remoteFunction('test.failingStream', async function* () {
   throw new SyntaxError('stream broke');
 });
 const fromArray = remoteFunction('test.fromArray', (items: unknown[]) => from(items));
+
+/** Credit of the async-consumer tests. */
+const CREDIT = 4;
+
+/**
+ * Streams 60 numbers from 'b' through `operator` with 4 ms of async work per item;
+ * returns what came out and how far the producer (in this process too) got ahead of the finished work.
+ */
+async function consumeAsync(
+  agent: RpcAgent,
+  tag: string,
+  operator: (work: (n: number) => Promise<number>) => OperatorFunction<number, number>,
+): Promise<{ results: number[]; maxAhead: number }> {
+  let maxAhead = 0;
+  let finished = 0;
+  const results = await lastValueFrom(
+    agent.rpcStream<number>('b', countTo, [60, tag], { credit: CREDIT }).pipe(
+      operator(async (n) => {
+        await new Promise((resolve) => setTimeout(resolve, 4));
+        maxAhead = Math.max(maxAhead, (produced.get(tag) ?? 0) - finished);
+        finished++;
+        return n * 10;
+      }),
+      toArray(),
+    ),
+  );
+  return { results, maxAhead };
+}
 
 for (const kind of transportKinds()) {
   const t = (title: string) => `${kind.name} - stream - ${title}`;
@@ -72,53 +100,23 @@ for (const kind of transportKinds()) {
 
   test(t('an async consumer (concatMapStream with async work) holds the producer within its credit'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b']);
-    const credit = 4;
-    const tag = `async-${kind.name}`;
-    let maxAhead = 0;
-    let finished = 0;
-    const results = await lastValueFrom(
-      agents[0]!.rpcStream<number>('b', countTo, [60, tag], { credit }).pipe(
-        concatMapStream(async (n) => {
-          await new Promise((resolve) => setTimeout(resolve, 4));
-          // The producer runs in this process too: how far it got while this work was under way.
-          maxAhead = Math.max(maxAhead, (produced.get(tag) ?? 0) - finished);
-          finished++;
-          return n * 10;
-        }),
-        toArray(),
-      ),
-    );
+    const { results, maxAhead } = await consumeAsync(agents[0]!, `async-${kind.name}`, concatMapStream);
     tt.deepEqual(results, Array.from({ length: 60 }, (_, i) => i * 10));
     tt.true(maxAhead > 1, 'the producer does run ahead of the consumer');
-    tt.true(maxAhead <= credit + 2, `producer ran ${maxAhead} items ahead with credit ${credit}`);
+    tt.true(maxAhead <= CREDIT + 2, `producer ran ${maxAhead} items ahead with credit ${CREDIT}`);
     await stopAll(agents);
   });
 
   test(t('plain rxjs concatMap(async …) and mergeMap(async …, 2) hold the producer within its credit'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b']);
-    const credit = 4;
     for (const [name, operator] of [
       ['concatMap', (f: (n: number) => Promise<number>) => concatMap(f)],
       ['mergeMap 2', (f: (n: number) => Promise<number>) => mergeMap(f, 2)],
     ] as const) {
-      const tag = `rx-${name}-${kind.name}`;
-      let maxAhead = 0;
-      let finished = 0;
-      const results = await lastValueFrom(
-        agents[0]!.rpcStream<number>('b', countTo, [60, tag], { credit }).pipe(
-          operator(async (n) => {
-            await new Promise((resolve) => setTimeout(resolve, 4));
-            // The producer runs in this process too: how far it got while this work was under way.
-            maxAhead = Math.max(maxAhead, (produced.get(tag) ?? 0) - finished);
-            finished++;
-            return n * 10;
-          }),
-          toArray(),
-        ),
-      );
+      const { results, maxAhead } = await consumeAsync(agents[0]!, `rx-${name}-${kind.name}`, operator);
       tt.deepEqual([...results].sort((p, q) => p - q), Array.from({ length: 60 }, (_, i) => i * 10), name);
       tt.true(maxAhead > 1, `${name}: the producer does run ahead of the consumer`);
-      tt.true(maxAhead <= credit + 2, `${name}: producer ran ${maxAhead} items ahead with credit ${credit}`);
+      tt.true(maxAhead <= CREDIT + 2, `${name}: producer ran ${maxAhead} items ahead with credit ${CREDIT}`);
     }
     await stopAll(agents);
   });
