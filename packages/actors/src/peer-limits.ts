@@ -9,6 +9,7 @@
  * @module
  */
 import { InvalidArgumentError } from '@tensorbus/core';
+import { elementBytes } from '@tensorbus/core/internal';
 
 /** Per-peer bounds (the `peerLimits` option of `initRpc`). */
 export interface PeerLimits {
@@ -76,7 +77,8 @@ export function isWireId(id: unknown): id is string {
 
 /** Bytes of tensor memory of `tensor`-like objects. */
 export function tensorBytes(tensor: { size: number; dtype: string }): number {
-  return tensor.size * (tensor.dtype === 'complex64' ? 8 : tensor.dtype === 'bool' ? 1 : 4);
+  // Strings hold no fixed width: counted as 4 bytes an element, as before.
+  return tensor.size * (elementBytes(tensor.dtype) ?? 4);
 }
 
 /** A counter per peer. */
@@ -99,6 +101,16 @@ export class PeerCounter {
 }
 
 /** Runs a timer's work; an error in it (a user's dispose() gone wrong) must not crash the worker. */
+/**
+ * Runs `expire` (dropping state whose lease ran out) a few times per lease,
+ * guarded; the timer never keeps the process alive.
+ */
+export function leaseTimer(leaseMs: number, expire: () => void): NodeJS.Timeout {
+  const timer = setInterval(() => guarded(expire), Math.max(10, Math.min(1_000, Math.floor(leaseMs / 4))));
+  timer.unref();
+  return timer;
+}
+
 export function guarded(work: () => void): void {
   try {
     work();

@@ -14,6 +14,5 @@ export * from './direct/direct-protocol.js';
 export { DirectServer } from './direct/direct-server.js';
 export { DirectClient } from './direct/direct-client.js';
 export { DirectPlane } from './direct/direct-plane.js';
-export { checkSubject, isValidSubject, MAX_SUBJECT_LENGTH } from './subject-check.js';
 export { beaconStats } from './beacon/beacon-host.js';
 export type { BeaconStats } from './beacon/beacon-host.js';

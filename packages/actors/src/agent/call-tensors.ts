@@ -34,11 +34,6 @@ export class CallTensors {
     collecting++;
   }
 
-  /** How many tensors it holds now (for tests and diagnostics). */
-  get size(): number {
-    return this.made.size;
-  }
-
   /** Counts `tensor` as made by this call (no-op once closed: late timers of a finished call keep theirs). */
   add(tensor: Tensor): void {
     if (this.open && !(tensor instanceof tf.Variable)) this.made.add(tensor);

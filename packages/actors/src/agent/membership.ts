@@ -125,8 +125,6 @@ interface Claim {
   lost: boolean;
 }
 
-export { signedText };
-
 /** Why a worker left the view. */
 export interface Departure {
   name: string;

@@ -305,14 +305,6 @@ export class RpcAgent {
     return this.state === 'running' || this.state === 'starting';
   }
 
-  /**
-   * @internal True when `name` is a current member (for protocols that must
-   * tell members from callers that only claim a name: see CallScope.verified).
-   */
-  isMember(name: string): boolean {
-    return this.membership.get(name) !== undefined;
-  }
-
   /** @internal Metadata for a call to `to`. */
   meta(to: string): CallMeta {
     const meta: CallMeta = { from: this.membership.name };

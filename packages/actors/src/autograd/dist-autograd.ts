@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { AutogradError, InvalidArgumentError, RemoteError, RpcTimeoutError, tf } from '@tensorbus/core';
 import type { CallMeta } from '../agent/call-context.js';
 import type { RpcAgent } from '../agent/rpc-agent.js';
-import { guarded, isCurrentMember, isWireId } from '../peer-limits.js';
+import { isCurrentMember, isWireId, leaseTimer } from '../peer-limits.js';
 import { forEachTensor } from '../tensors.js';
 import { receiveGradients, releaseContext } from './autograd-functions.js';
 import { localPass, type PassResult } from './backward-pass.js';
@@ -85,9 +85,7 @@ export class DistAutograd {
     agent.server.wrap((meta, run, args, caller) => this.serve(meta, run, args, caller.verified));
     agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
     agent.whenStopped(() => this.dropAll());
-    const leaseMs = agent.options.peerLimits.leaseMs;
-    this.leaseTimer = setInterval(() => guarded(() => this.expireLeases()), Math.max(10, Math.min(1_000, Math.floor(leaseMs / 4))));
-    this.leaseTimer.unref();
+    this.leaseTimer = leaseTimer(agent.options.peerLimits.leaseMs, () => this.expireLeases());
   }
 
   /**

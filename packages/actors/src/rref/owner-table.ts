@@ -92,16 +92,6 @@ export class OwnerTable {
     return n;
   }
 
-  /** Forks `peer` holds here (confirmed or pending). */
-  forksOf(peer: string): number {
-    return this.forks.get(peer);
-  }
-
-  /** Tensor bytes of the values `peer` created here. */
-  bytesOf(peer: string): number {
-    return this.bytes.get(peer);
-  }
-
   get(rrefId: string): OwnerEntry | undefined {
     return this.entries.get(rrefId);
   }
@@ -130,7 +120,7 @@ export class OwnerTable {
   }
 
   /** Creates the entry for a value being made; `settle` gives it its value or failure. */
-  open(rrefId: string, creator?: string, ownsVariables = false): OwnerEntry {
+  open(rrefId: string, creator?: string): OwnerEntry {
     let resolve!: () => void;
     const entry: OwnerEntry = {
       rrefId,
@@ -143,7 +133,7 @@ export class OwnerTable {
       deleted: new Set(),
       localHandles: 0,
       creator: creator === this.self ? undefined : creator,
-      ownsVariables,
+      ownsVariables: false,
       callsDispose: false,
       tensors: new Set(),
       bytes: 0,

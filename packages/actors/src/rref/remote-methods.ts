@@ -19,15 +19,23 @@ const CLOSED_PROTOTYPES = new Set<object>([tf.Tensor.prototype, tf.Variable.prot
 
 const nativeCode = /\{\s*\[native code\]\s*\}\s*$/;
 
+/** What {@link isClosed} found for each prototype seen (prototypes do not change; a class's source is read once). */
+const closedKnown = new WeakMap<object, boolean>();
+
 /** True for a prototype of a built-in type (its constructor is native code) or of tensors. */
 function isClosed(prototype: object): boolean {
   if (CLOSED_PROTOTYPES.has(prototype)) return true;
-  const ctor = Object.getOwnPropertyDescriptor(prototype, 'constructor')?.value as unknown;
-  return typeof ctor === 'function' && nativeCode.test(Function.prototype.toString.call(ctor));
+  let closed = closedKnown.get(prototype);
+  if (closed === undefined) {
+    const ctor = Object.getOwnPropertyDescriptor(prototype, 'constructor')?.value as unknown;
+    closed = typeof ctor === 'function' && nativeCode.test(Function.prototype.toString.call(ctor));
+    closedKnown.set(prototype, closed);
+  }
+  return closed;
 }
 
 /** True for a name a remote caller may use as a method name. */
-export function isCallableMethodName(method: unknown): method is string {
+function isCallableMethodName(method: unknown): method is string {
   return typeof method === 'string' && method.length > 0 && method.length <= MAX_METHOD_LENGTH && method !== 'constructor' && !method.startsWith('_') && !method.startsWith('#');
 }
 

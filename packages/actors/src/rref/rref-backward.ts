@@ -8,14 +8,13 @@
  * a context is required — the one given, or the one the calling code runs in.
  * @module
  */
-import { AutogradError, InvalidArgumentError, RRefError, tf } from '@tensorbus/core';
+import { AutogradError, InvalidArgumentError, tf } from '@tensorbus/core';
 import { callScope } from '../agent/call-context.js';
 import type { RpcAgent } from '../agent/rpc-agent.js';
 import type { CallOptions } from '../agent/call-client.js';
-import { isWireId } from '../peer-limits.js';
 import { remoteFunction } from '../registry/functions.js';
-import { creationFailed, type RRef } from './rref.js';
-import type { RRefManager } from './rref-manager.js';
+import type { RRef } from './rref.js';
+import { entryOf, manager, valueOf } from './rref-functions.js';
 
 /** The scalar float tensor an RRef's value must be to start a backward pass from. */
 function scalarRoot(value: unknown, rrefId: string): tf.Tensor {
@@ -40,15 +39,11 @@ export const backwardFromValue = remoteFunction('tb.rref.backward', async (rrefI
   const scope = callScope.getStore();
   const agent = scope?.agent as RpcAgent | undefined;
   if (!agent) throw new AutogradError('AUTOGRAD_CONTEXT_NOT_FOUND', 'rref backward runs only inside calls to an agent');
-  const rrefs = (agent as unknown as { rrefs: RRefManager }).rrefs;
   if (typeof contextId !== 'string' || agent.distAutograd.currentContextId() !== contextId) {
     throw new AutogradError('AUTOGRAD_CONTEXT_NOT_FOUND', `rref backward: this call does not belong to autograd context ${String(contextId).slice(0, 64)} on '${agent.self.name}'`);
   }
-  const entry = isWireId(rrefId) ? rrefs.owners.get(rrefId) : undefined;
-  if (!entry) throw new RRefError('RREF_OWNER_LOST', `worker '${agent.self.name}' holds no RRef ${String(rrefId).slice(0, 64)}`);
-  await entry.ready;
-  if (entry.failure !== undefined) throw creationFailed(entry.rrefId, entry.failure);
-  await backwardHere(agent, entry.value, entry.rrefId, contextId, retainGraph === true);
+  const entry = entryOf(manager(), rrefId);
+  await backwardHere(agent, await valueOf(entry), entry.rrefId, contextId, retainGraph === true);
   return null;
 });
 

@@ -19,14 +19,14 @@ import { creationFailed } from './rref.js';
 import type { CreateSpec } from './rref-protocol.js';
 
 /** The RRef manager of the agent serving the current call. */
-function manager(): RRefManager {
+export function manager(): RRefManager {
   const agent = callScope.getStore()?.agent as { rrefs?: RRefManager } | undefined;
   if (!agent?.rrefs) throw new RRefError('RREF_OWNER_LOST', 'RRef functions run only inside calls to an agent');
   return agent.rrefs;
 }
 
 /** The entry of `rrefId`, now: a reference is used only once its owner confirmed it, so a missing entry is gone (or never was). */
-function entryOf(rrefs: RRefManager, rrefId: unknown): OwnerEntry {
+export function entryOf(rrefs: RRefManager, rrefId: unknown): OwnerEntry {
   const entry = isWireId(rrefId) ? rrefs.owners.get(rrefId) : undefined;
   if (!entry) {
     const shown = typeof rrefId === 'string' ? rrefId.slice(0, 64) : typeof rrefId;
@@ -36,7 +36,8 @@ function entryOf(rrefs: RRefManager, rrefId: unknown): OwnerEntry {
   return entry;
 }
 
-async function valueOf(entry: OwnerEntry): Promise<unknown> {
+/** The entry's value once made; its creation's failure otherwise. */
+export async function valueOf(entry: OwnerEntry): Promise<unknown> {
   await entry.ready;
   if (entry.failure !== undefined) throw creationFailed(entry.rrefId, entry.failure);
   return entry.value;

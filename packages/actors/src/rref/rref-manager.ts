@@ -15,7 +15,7 @@ import type { CallerIdentity } from '../agent/call-context.js';
 import type { ControlMessage } from '../agent/control.js';
 import type { RpcAgent } from '../agent/rpc-agent.js';
 import type { WorkerInfo } from '../worker-info.js';
-import { accountableName, guarded, isCurrentMember, isWireId, PeerCounter } from '../peer-limits.js';
+import { accountableName, isCurrentMember, isWireId, leaseTimer, PeerCounter } from '../peer-limits.js';
 import { markOpaque } from './held-tensors.js';
 import { OwnerTable, type OwnerEntry } from './owner-table.js';
 import { sendReliably } from './reliable.js';
@@ -82,9 +82,7 @@ export class RRefManager implements RRefHost {
     };
     agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
     agent.membership.membership$.subscribe((members) => this.onMembers(members));
-    const leaseMs = agent.options.peerLimits.leaseMs;
-    this.leaseTimer = setInterval(() => guarded(() => this.expireLeases()), Math.max(10, Math.min(1_000, Math.floor(leaseMs / 4))));
-    this.leaseTimer.unref();
+    this.leaseTimer = leaseTimer(agent.options.peerLimits.leaseMs, () => this.expireLeases());
   }
 
   get selfName(): string {

@@ -121,7 +121,6 @@ export function sendChunked(
     if (typeof pull.s !== 'string' || (pull.done !== true && !pull.s.startsWith(inboxPrefix))) return;
     touch();
     if (pull.done === true) {
-      // Only an offer with one receiver has `fetched` (see DirectPlane.offer).
       deliveredOnce = true;
       if (!keepForMore) finish();
       else resolveDelivered();

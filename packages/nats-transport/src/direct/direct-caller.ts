@@ -146,17 +146,18 @@ export class DirectCaller {
       if (reply) return reply;
       // The responder cannot map this process's memory: send the bytes, from now on.
       this.noSharedMemory.add(endpoint);
-    } else if (placed?.data instanceof Frame) {
-      placed.data.release(); // not in a segment: the payload goes as it is
     }
+    // Not in a segment: what place() already read goes as it is (a deferred payload is not read out twice).
+    const read = !placed?.ref && placed?.data instanceof Frame ? placed.data : undefined;
+    const body: Payload = read ?? payload;
     // The offer holds its own share until withdrawn, once the responder has pulled every byte.
     let served = false;
-    const offered = this.offer(payload, () => {
+    const offered = this.offer(body, () => {
       served = true;
       offered?.withdraw();
     });
     // Small requests go inline, whole (a share of their own, held until written).
-    const inline = offered ? undefined : payloadFrame(payload);
+    const inline = offered ? undefined : payloadFrame(body);
     try {
       const { status, data: reply } = await (offered
         ? connection.request((id) => callHead(id, route.token, subject, payload.byteLength, offered.header), undefined, sink)
@@ -176,6 +177,7 @@ export class DirectCaller {
     } finally {
       offered?.withdraw();
       inline?.release();
+      read?.release();
     }
   }
 
