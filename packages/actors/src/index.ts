@@ -33,9 +33,9 @@ export type { Module } from './remote-module/remote-module.js';
 export { remoteFunction, remoteClass } from './registry/functions.js';
 export type { RemoteFunction, RemoteClass, Callable, RemoteFunctionOptions } from './registry/functions.js';
 export type { CallOptions } from './agent/call-client.js';
-export type { StreamOptions } from './agent/stream-consumer.js';
-export { RpcStream } from './agent/rpc-stream.js';
-export { concatMapStream } from './agent/concat-map-stream.js';
+export type { StreamOptions } from './streams/stream-consumer.js';
+export { RpcStream } from './streams/rpc-stream.js';
+export { concatMapStream } from './streams/concat-map-stream.js';
 
 // Profiling
 export { RpcProfile } from './agent/profiler.js';

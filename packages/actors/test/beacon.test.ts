@@ -11,7 +11,7 @@ import { natsTransport } from '@tensorbus/nats-transport';
 import { beaconStats } from '@tensorbus/nats-transport/internal';
 import { sharedNatsServer, startNatsServer } from '@tensorbus/nats-transport/testing';
 import { initRpc, type RpcAgent } from '../src/index.js';
-import type { Announcement } from '../src/agent/membership.js';
+import type { Announcement } from '../src/membership/membership.js';
 import { addNumbers } from './fixtures/functions.js';
 import { eventually, stopAll } from './helpers.js';
 

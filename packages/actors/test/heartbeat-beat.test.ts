@@ -8,9 +8,9 @@ import test from 'ava';
 import { defaultCodec } from '@tensorbus/core';
 import { initRpc } from '../src/index.js';
 import { Identity } from '../src/agent/identity.js';
-import type { Announcement } from '../src/agent/membership.js';
-import { beat, ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData } from '../src/agent/heartbeat-beat.js';
-import { advance, takeLate, WINDOW } from '../src/agent/replay-window.js';
+import type { Announcement } from '../src/membership/membership.js';
+import { beat, ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData } from '../src/membership/heartbeat-beat.js';
+import { advance, takeLate, WINDOW } from '../src/membership/replay-window.js';
 import { MEMBERS_SUBJECT } from '../src/agent/subjects.js';
 import { eventually, newGroup, stopAll, transportKinds } from './helpers.js';
 

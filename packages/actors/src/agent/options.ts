@@ -7,7 +7,7 @@
 import { InvalidArgumentError, localTransport, type Transport } from '@tensorbus/core';
 import { natsTransport } from '@tensorbus/nats-transport';
 import { validateWorkerName } from '../worker-info.js';
-import type { MembershipTiming } from './membership.js';
+import type { MembershipTiming } from '../membership/membership.js';
 import { resolvePeerLimits, type PeerLimits } from '../peer-limits.js';
 import { defaultLogger, type TensorbusLogger } from './call-log.js';
 

@@ -19,8 +19,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RpcTimeoutError } from '@tensorbus/core';
-import type { ControlChannel, ControlMessage } from './control.js';
-import { isCount, isWorkerName } from './wire-checks.js';
+import type { ControlChannel, ControlMessage } from '../agent/control.js';
+import { isCount, isWorkerName } from '../agent/wire-checks.js';
 
 const NONCE_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 

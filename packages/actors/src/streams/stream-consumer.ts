@@ -6,13 +6,13 @@
  */
 import { defaultCodec, SerializationError, WorkerUnavailableError, type Transport } from '@tensorbus/core';
 import { errorFromWire, type WireError } from '@tensorbus/core/internal';
-import type { CallMeta } from './call-context.js';
-import type { CallClient, CallOptions } from './call-client.js';
-import { MAX_STREAM_CREDIT } from './call-protocol.js';
-import type { ControlChannel } from './control.js';
+import type { CallMeta } from '../agent/call-context.js';
+import type { CallClient, CallOptions } from '../agent/call-client.js';
+import { MAX_STREAM_CREDIT } from '../agent/call-protocol.js';
+import type { ControlChannel } from '../agent/control.js';
 import { RpcStream, type StreamChannel, type StreamSink } from './rpc-stream.js';
 import { DEFAULT_STREAM_CREDIT, END, FAIL, ITEM } from './stream-protocol.js';
-import { streamSubject } from './subjects.js';
+import { streamSubject } from '../agent/subjects.js';
 
 /** Options of `rpcStream`. */
 export interface StreamOptions extends CallOptions {

@@ -7,9 +7,9 @@ import { isObservable, type Observable, type Subscription } from 'rxjs';
 import { defaultCodec, SerializationError, type Transport } from '@tensorbus/core';
 import { errorToWire, remoteErrorFrom } from '@tensorbus/core/internal';
 import { disposeTransient } from '../tensors.js';
-import { callScope, type CallerIdentity } from './call-context.js';
-import { MAX_STREAM_CREDIT, type CallRequest } from './call-protocol.js';
-import type { ControlChannel, ControlMessage } from './control.js';
+import { callScope, type CallerIdentity } from '../agent/call-context.js';
+import { MAX_STREAM_CREDIT, type CallRequest } from '../agent/call-protocol.js';
+import type { ControlChannel, ControlMessage } from '../agent/control.js';
 import { END, FAIL, ITEM, MAX_OBSERVABLE_BUFFER, streamKey } from './stream-protocol.js';
 
 interface Producer {

@@ -50,12 +50,12 @@ import {
 import { waitAtMost } from '@tensorbus/core/internal';
 import { decodeWithoutTensors } from '../tensors.js';
 import type { WorkerInfo } from '../worker-info.js';
-import type { ControlChannel, ControlMessage } from './control.js';
+import type { ControlChannel, ControlMessage } from '../agent/control.js';
 import { ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData, type SignedFields } from './heartbeat-beat.js';
-import { Identity, isPublicKey } from './identity.js';
+import { Identity, isPublicKey } from '../agent/identity.js';
 import { advance, takeLate } from './replay-window.js';
-import { MEMBERS_SUBJECT, STATUS_REPLY_PATTERN } from './subjects.js';
-import { isCount, isInstance, isWorkerId, isWorkerName } from './wire-checks.js';
+import { MEMBERS_SUBJECT, STATUS_REPLY_PATTERN } from '../agent/subjects.js';
+import { isCount, isInstance, isWorkerId, isWorkerName } from '../agent/wire-checks.js';
 
 /** A join waits for its beacon thread to beat (a first start loads the nats client there) at most this long, ms. */
 const BEACON_START_LIMIT_MS = 5_000;
