@@ -32,7 +32,7 @@ export type { Module } from './remote-module/remote-module.js';
 // Calls
 export { remoteFunction, remoteClass } from './registry/functions.js';
 export type { RemoteFunction, RemoteClass, Callable, RemoteFunctionOptions } from './registry/functions.js';
-export type { CallOptions } from './agent/call-client.js';
+export type { CallOptions } from './agent/host.js';
 export type { StreamOptions } from './streams/stream-consumer.js';
 export { RpcStream } from './streams/rpc-stream.js';
 export { concatMapStream } from './streams/concat-map-stream.js';

@@ -3,9 +3,10 @@
  * @module
  */
 import { InvalidArgumentError, ShutdownError } from '@tensorbus/core';
-import { callScope } from './agent/call-context.js';
+import { callScope } from './agent/host.js';
 import { resolveOptions, type InitRpcOptions } from './agent/options.js';
-import { RpcAgent } from './agent/rpc-agent.js';
+import type { AnyPlugin } from './agent/agent-host.js';
+import { agentOf, RpcAgent } from './agent/rpc-agent.js';
 import { watchLauncher } from './cli/launcher-watch.js';
 
 const running = new Set<RpcAgent>();
@@ -19,7 +20,12 @@ const running = new Set<RpcAgent>();
  * const agent = await initRpc({ name: 'trainer0', transport: natsTransport({ servers: url }), worldSize: 3, rank: 0 });
  * ```
  */
-export async function initRpc(options: InitRpcOptions = {}): Promise<RpcAgent> {
+export function initRpc(options: InitRpcOptions = {}): Promise<RpcAgent> {
+  return startAgent(options, []);
+}
+
+/** @internal `initRpc` with protocol plugins of its own installed after the built-in ones (tests, tools). */
+export async function startAgent(options: InitRpcOptions, plugins: readonly AnyPlugin[]): Promise<RpcAgent> {
   let resolved: ReturnType<typeof resolveOptions>;
   try {
     resolved = resolveOptions(options);
@@ -29,7 +35,7 @@ export async function initRpc(options: InitRpcOptions = {}): Promise<RpcAgent> {
     throw error;
   }
   const transport = await resolved.transport;
-  const agent = new RpcAgent(transport, resolved);
+  const agent = new RpcAgent(transport, resolved, plugins);
   try {
     await agent.start();
   } catch (error) {
@@ -49,7 +55,8 @@ export async function initRpc(options: InitRpcOptions = {}): Promise<RpcAgent> {
  */
 export function currentAgent(): RpcAgent {
   const scope = callScope.getStore();
-  if (scope) return scope.agent as RpcAgent;
+  const serving = scope === undefined ? undefined : agentOf(scope.host);
+  if (serving !== undefined) return serving;
   if (running.size === 1) return running.values().next().value as RpcAgent;
   if (running.size === 0) throw new ShutdownError('no RPC agent is running: call initRpc() first');
   throw new InvalidArgumentError(

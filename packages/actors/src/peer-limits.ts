@@ -43,9 +43,10 @@ export function resolvePeerLimits(given: Partial<PeerLimits> | undefined): PeerL
   return limits;
 }
 
-/** What the membership test needs of an agent. */
+/** What the membership test needs of a worker (an AgentHost has it). */
 export interface MembershipView {
-  membership: { name: string; get(name: string): unknown };
+  readonly name: string;
+  readonly members: { get(name: string): unknown };
 }
 
 /**
@@ -53,8 +54,8 @@ export interface MembershipView {
  * place that decides whether state a peer made lives as long as the peer
  * (members: until they leave or fail) or under a lease (everyone else).
  */
-export function isCurrentMember(agent: MembershipView, peer: string): boolean {
-  return peer === agent.membership.name || agent.membership.get(peer) !== undefined;
+export function isCurrentMember(host: MembershipView, peer: string): boolean {
+  return peer === host.name || host.members.get(peer) !== undefined;
 }
 
 /**

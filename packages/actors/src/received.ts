@@ -6,7 +6,14 @@
  * @module
  */
 import type { tf } from '@tensorbus/core';
-import type { RRef } from './rref/rref.js';
+
+/** The key of the brand of values that cross the wire as themselves (RRefs). */
+export const ARRIVES_AS_ITSELF: unique symbol = Symbol('tensorbus.arrivesAsItself');
+
+/** A value that arrives as itself (an RRef arrives as an RRef to the same value): `Received` leaves its type alone. */
+export interface ArrivesAsItself {
+  readonly [ARRIVES_AS_ITSELF]: true;
+}
 
 type Primitive = string | number | boolean | bigint | symbol | null | undefined;
 type AnyFunction = (...args: never[]) => unknown;
@@ -38,8 +45,8 @@ export type Received<T> = T extends Primitive
     ? tf.Tensor<R>
     : T extends tf.Tensor
       ? T
-      : T extends RRef<infer V>
-        ? RRef<V>
+      : T extends ArrivesAsItself
+        ? T
         : T extends PromiseLike<infer U>
           ? Received<U>
           : T extends AnyFunction

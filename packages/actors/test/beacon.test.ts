@@ -11,9 +11,10 @@ import { natsTransport } from '@tensorbus/nats-transport';
 import { beaconStats } from '@tensorbus/nats-transport/internal';
 import { sharedNatsServer, startNatsServer } from '@tensorbus/nats-transport/testing';
 import { initRpc, type RpcAgent } from '../src/index.js';
-import type { Announcement } from '../src/membership/membership.js';
+import type { Announcement } from '../src/membership/membership-protocol.js';
 import { addNumbers } from './fixtures/functions.js';
 import { eventually, stopAll } from './helpers.js';
+import { hostOf } from '../src/internal.js';
 
 let namespaces = 0;
 const fresh = () => `beacon${process.pid}x${++namespaces}`;
@@ -60,7 +61,7 @@ test.serial('beacon - nothing of a worker is heard after its goodbye: its beacon
   t.true(fromB.filter((m) => m.k === 'hb').length > 10, 'b beat before');
   t.deepEqual(fromB.slice(bye + 1), [], 'nothing after the bye');
   t.true(fromB.every((m) => m.q <= fromB[bye]!.q), 'the bye has the greatest number');
-  t.is(a!.membership.departure('b'), 'left');
+  t.is(hostOf(a!).members.departure('b'), 'left');
 });
 
 test.serial('beacon - a NATS transport whose options cannot cross to a thread runs without one; its worker beats from its main thread', async (t) => {
@@ -76,5 +77,5 @@ test.serial('beacon - a NATS transport whose options cannot cross to a thread ru
   await eventually(() => a.workers().length === 2 && b.workers().length === 2);
   await settle(1_200);
   t.is(await a.rpcSync('b', addNumbers, [2, 3]), 5, 'b is still a member, twice its failure timeout later');
-  t.is(a.membership.departure('b'), undefined);
+  t.is(hostOf(a).members.departure('b'), undefined);
 });

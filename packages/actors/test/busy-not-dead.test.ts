@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { WorkerUnavailableError } from '@tensorbus/core';
 import { pid, spin, stop } from './fixtures/worker-functions.js';
 import { startProcessGroup, TIMING } from './process-group.js';
+import { hostOf, MEMBERSHIP } from '../src/internal.js';
 
 const worker = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -23,7 +24,7 @@ test.serial('busy processes - a function that computes for 10 s without yielding
     await agent.shutdown({ graceful: false }).catch(() => undefined);
   });
   const departures: string[] = [];
-  agent.membership.gone$.subscribe(({ name }) => departures.push(name));
+  hostOf(agent).plugin(MEMBERSHIP).gone$.subscribe(({ name }) => departures.push(name));
   const started = Date.now();
   t.is(await agent.rpcSync('p1', spin, [10_000, 42], { timeoutMs: 30_000 }), 42);
   t.true(Date.now() - started >= 10_000);

@@ -8,11 +8,12 @@ import test from 'ava';
 import { defaultCodec } from '@tensorbus/core';
 import { initRpc } from '../src/index.js';
 import { Identity } from '../src/agent/identity.js';
-import type { Announcement } from '../src/membership/membership.js';
+import type { Announcement } from '../src/membership/membership-protocol.js';
 import { beat, ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData } from '../src/membership/heartbeat-beat.js';
 import { advance, takeLate, WINDOW } from '../src/membership/replay-window.js';
 import { MEMBERS_SUBJECT } from '../src/agent/subjects.js';
 import { eventually, newGroup, stopAll, transportKinds } from './helpers.js';
+import { hostOf, MEMBERSHIP } from '../src/internal.js';
 
 function sharedMemory(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT));
@@ -101,19 +102,19 @@ for (const kind of transportKinds()) {
     send('hello', 1);
     send('hb', 3);
     await eventually(() => a.workers().some((w) => w.name === 'x'));
-    const dropped = a.membership.dropped;
+    const dropped = hostOf(a).plugin(MEMBERSHIP).dropped;
     send('hb', 2); // late: never heard, a little below the newest
     send('hb', 2); // its replay
     send('hello', 1); // a replay of one heard before
     send('hb', 6); // fresh
     marker('y');
     await eventually(() => a.workers().some((w) => w.name === 'y'));
-    t.is(a.membership.dropped, dropped + 2, 'the late beat counted; its replay and the old hello did not');
+    t.is(hostOf(a).plugin(MEMBERSHIP).dropped, dropped + 2, 'the late beat counted; its replay and the old hello did not');
     send('bye', 8);
-    await eventually(() => a.membership.departure('x') === 'left');
+    await eventually(() => hostOf(a).members.departure('x') === 'left');
     send('hb', 7); // numbered before the bye, delivered after it
     send('hb', 9); // a worker that left may speak again as itself, with a greater number: the sentinel
     await eventually(() => a.workers().some((w) => w.name === 'x'));
-    t.is(a.membership.dropped, dropped + 3, 'the beat numbered before the bye was dropped');
+    t.is(hostOf(a).plugin(MEMBERSHIP).dropped, dropped + 3, 'the beat numbered before the bye was dropped');
   });
 }

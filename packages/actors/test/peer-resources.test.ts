@@ -16,6 +16,7 @@ import { Identity } from '../src/agent/identity.js';
 import { linear, makeVariable } from './fixtures/autograd-functions.js';
 import { bagDisposals, keepRRefs, releaseHeld, TensorBag, useAll } from './fixtures/peer-functions.js';
 import { eventually } from './helpers.js';
+import { hostOf, RREFS } from '../src/internal.js';
 
 const zero = { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 };
 const started: RpcAgent[] = [];
@@ -140,7 +141,7 @@ test.serial('peer resources - an unknown RRef id fails at once with RRefError an
     t.true(since(start) < 1_000, `${fn} answered in ${since(start)} ms`);
   }
   const start = Date.now();
-  const reply = (await a.control.request('w', { k: 'rref.fork', rrefId: 'a.nothing.5', forkId: 'a.fork.5', holder: 'a', parent: 'a' }, 2_000)) as { error?: { code?: string } };
+  const reply = (await hostOf(a).control.request('w', { k: 'rref.fork', rrefId: 'a.nothing.5', forkId: 'a.fork.5', holder: 'a', parent: 'a' }, 2_000)) as { error?: { code?: string } };
   t.is(reply.error?.code, 'RREF_OWNER_LOST');
   t.true(since(start) < 1_000, `a fork of an unknown id answered in ${since(start)} ms`);
   t.deepEqual(w.rrefStats(), zero);
@@ -214,17 +215,17 @@ test.serial('peer resources - autograd contexts with made-up ids are bounded per
   await call(outsider, 'a', 'a/made.1');
   t.is(w.distAutograd.size, 0, 'unverified callers open no context');
   // A member is bounded by count and by bytes, and a made-up creator does not keep a context alive.
-  await call(a.calls, 'a', 'ghost/made.0');
-  await call(a.calls, 'a', 'ghost/made.1');
+  await call(hostOf(a).calls, 'a', 'ghost/made.0');
+  await call(hostOf(a).calls, 'a', 'ghost/made.1');
   t.is(w.distAutograd.size, 2);
   const big = tf.ones([20_000]);
-  const tooBig = await t.throwsAsync(a.calls.call('w', 'tf.mul', [big, big], { from: 'a', ag: ['ghost/made.2', 'm'] }), { instanceOf: AutogradError });
+  const tooBig = await t.throwsAsync(hostOf(a).calls.call('w', 'tf.mul', [big, big], { from: 'a', ag: ['ghost/made.2', 'm'] }), { instanceOf: AutogradError });
   t.is(tooBig!.code, 'AUTOGRAD_LIMIT_EXCEEDED');
   big.dispose();
   t.is(w.distAutograd.size, 2, 'the refused call kept nothing');
-  await call(a.calls, 'a', 'ghost/made.3');
+  await call(hostOf(a).calls, 'a', 'ghost/made.3');
   t.is(w.distAutograd.size, 3);
-  const refused = await t.throwsAsync(call(a.calls, 'a', 'ghost/made.4'), { instanceOf: AutogradError });
+  const refused = await t.throwsAsync(call(hostOf(a).calls, 'a', 'ghost/made.4'), { instanceOf: AutogradError });
   t.is(refused!.code, 'AUTOGRAD_LIMIT_EXCEEDED');
   t.is(w.distAutograd.size, 3, 'the refused call opened nothing');
   t.true(tf.memory().numTensors > baseline + 1, 'the contexts hold tensors');
@@ -278,7 +279,7 @@ test.serial('peer resources - an optimizer whose trainer goes without disposing 
   const [trainer, ps] = agents as [RpcAgent, RpcAgent];
   const wRef = trainer.remote('ps', makeVariable, [[[1, 2], [3, 4]]]) as RRef<tf.Variable>;
   (await wRef.toHere()).dispose();
-  const [w] = [...(ps.rrefs.owners.values())].map((e) => e.value as tf.Variable);
+  const [w] = [...(hostOf(ps).plugin(RREFS).owners.values())].map((e) => e.value as tf.Variable);
   const x = tf.tensor2d([[1, 1]]);
   const before = tf.memory().numTensors;
   const opt = await DistributedOptimizer.create(trainer, 'adam', [wRef], { learningRate: 0.1 });

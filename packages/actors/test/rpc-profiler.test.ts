@@ -7,7 +7,7 @@
 import test from 'ava';
 import { RemoteError, tf } from '@tensorbus/core';
 import { remoteFunction } from '../src/index.js';
-import { callScope } from '../src/agent/call-context.js';
+import { callScope } from '../src/agent/host.js';
 import { checkRemoteTiming, type ChromeTraceEvent } from '../src/agent/profiler.js';
 import { echo, fail, sleep } from './fixtures/functions.js';
 import { startGroup, stopAll, stopEverything, transportKinds } from './helpers.js';

@@ -3,6 +3,7 @@ import { addNumbers, sleep } from './fixtures/functions.js';
 import { rrefValue } from './fixtures/rref-functions.js';
 import { eventually, startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
+import { hostOf } from '../src/internal.js';
 
 test.after.always(stopEverything);
 
@@ -15,14 +16,14 @@ for (const kind of transportKinds()) {
     const local = b!.rref({ v: 1 });
     const rrefId = (local as unknown as { rrefId: string }).rrefId;
     // Delete before fork: the late fork must not revive the fork.
-    await a!.control.request('b', { k: 'rref.delete', rrefId, forkId: 'x1' }, 2_000);
-    await a!.control.request('b', { k: 'rref.fork', rrefId, forkId: 'x1', holder: 'a', parent: 'b' }, 2_000);
+    await hostOf(a!).control.request('b', { k: 'rref.delete', rrefId, forkId: 'x1' }, 2_000);
+    await hostOf(a!).control.request('b', { k: 'rref.fork', rrefId, forkId: 'x1', holder: 'a', parent: 'b' }, 2_000);
     tt.is(b!.rrefStats().owners, 1);
     // Fork before delete: the ordinary order.
-    await a!.control.request('b', { k: 'rref.fork', rrefId, forkId: 'x2', holder: 'a', parent: 'b' }, 2_000);
-    await a!.control.request('b', { k: 'rref.delete', rrefId, forkId: 'x2' }, 2_000);
+    await hostOf(a!).control.request('b', { k: 'rref.fork', rrefId, forkId: 'x2', holder: 'a', parent: 'b' }, 2_000);
+    await hostOf(a!).control.request('b', { k: 'rref.delete', rrefId, forkId: 'x2' }, 2_000);
     // Duplicates of either message change nothing.
-    await a!.control.request('b', { k: 'rref.delete', rrefId, forkId: 'x2' }, 2_000);
+    await hostOf(a!).control.request('b', { k: 'rref.delete', rrefId, forkId: 'x2' }, 2_000);
     await local.release();
     tt.deepEqual(b!.rrefStats(), { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 });
     await stopAll(agents);
@@ -44,9 +45,9 @@ for (const kind of transportKinds()) {
   test(t('malformed RRef messages are refused without harm'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b']);
     const [a, b] = agents;
-    const reply = (await a!.control.request('b', { k: 'rref.fork', rrefId: 42 }, 2_000)) as { error?: unknown };
+    const reply = (await hostOf(a!).control.request('b', { k: 'rref.fork', rrefId: 42 }, 2_000)) as { error?: unknown };
     tt.truthy(reply.error);
-    await a!.control.request('b', { k: 'rref.delete' }, 2_000);
+    await hostOf(a!).control.request('b', { k: 'rref.delete' }, 2_000);
     tt.is(await a!.rpcSync('b', sleep, [1, 'alive']), 'alive');
     tt.deepEqual(b!.rrefStats(), { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 });
     await stopAll(agents);

@@ -10,6 +10,7 @@ import { RRef as RRefClass, type RRef } from '../src/index.js';
 import { addNumbers, sleep } from './fixtures/functions.js';
 import { confirmedAtStart, failToCreate, localValueOf, slowCounter } from './fixtures/rref-functions.js';
 import { eventually, rrefsReleased, startGroup, stopAll, stopEverything, transportKinds } from './helpers.js';
+import { hostOf, RREFS } from '../src/internal.js';
 
 test.after.always(stopEverything);
 
@@ -85,13 +86,13 @@ for (const kind of transportKinds()) {
       tt.true(took < 1_500, `${where}: three 10 ms waits took ${took} ms, not the 3 s creation`);
     }
     // Nothing was sent or left waiting for the timed-out uses; the RRefs still work once made.
-    tt.is(a!.calls.inFlight, 2, 'only the two creations are in flight');
+    tt.is(hostOf(a!).calls.inFlight, 2, 'only the two creations are in flight');
     tt.is(await onB.rpcSync().inc(2), 2);
     tt.is(await onA.rpcSync().inc(3), 3);
     tt.is(await onB.rpcSync().inc(2), 4, 'no timed-out call ran on the value');
     await Promise.all([onB.release(), onA.release()]);
     await rrefsReleased([a!, b!]);
-    await eventually(() => a!.calls.inFlight === 0 && b!.calls.inFlight === 0);
+    await eventually(() => hostOf(a!).calls.inFlight === 0 && hostOf(b!).calls.inFlight === 0);
     await stopAll(agents);
   });
 }
@@ -118,7 +119,7 @@ for (const kind of transportKinds()) {
     const [a, b] = agents;
     // A fork of an id b never made (a forged or long-dropped reference), sent by a.
     const state = { rrefId: 'a.forged.1', owner: 'b', forkId: 'a.forged.2', confirmed: true, confirmation: Promise.resolve(), failure: undefined, released: false, pendingChildren: new Map(), handles: 1 };
-    const forged = new RRefClass(a!.rrefs, state.rrefId, 'b', state, undefined);
+    const forged = new RRefClass(hostOf(a!).plugin(RREFS), state.rrefId, 'b', state, undefined);
     const started = Date.now();
     const error = await tt.throwsAsync(a!.rpcSync('b', localValueOf, [forged]));
     tt.is((error as RRefError).code, 'RREF_CREATION_FAILED');

@@ -15,12 +15,13 @@ import { initRpc, type RpcAgent } from '../src/index.js';
 import { CallAuth } from '../src/agent/call-auth.js';
 import { Identity } from '../src/agent/identity.js';
 import { signedText } from '../src/membership/heartbeat-beat.js';
-import type { Announcement } from '../src/membership/membership.js';
+import type { Announcement } from '../src/membership/membership-protocol.js';
 import { addNumbers, countTo, echo, sleep } from './fixtures/functions.js';
 import { callerSeen, membersSeen } from './fixtures/trust-functions.js';
 import { stop } from './fixtures/worker-functions.js';
 import { eventually, stopAll } from './helpers.js';
 import { startProcessGroup, TIMING } from './process-group.js';
+import { hostOf, MEMBERSHIP } from '../src/internal.js';
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 let groups = 0;
@@ -72,7 +73,7 @@ test.serial('control trust - a hello whose worker name carries protocol lines is
   await nc.flush();
   await new Promise((resolve) => setTimeout(resolve, 400));
   t.true(await groupIntact(agents));
-  t.true(agents.every((agent) => agent.membership.dropped >= 2), 'each member counted both');
+  t.true(agents.every((agent) => hostOf(agent).plugin(MEMBERSHIP).dropped >= 2), 'each member counted both');
 });
 
 test.serial('control trust - a query answers only on status subjects: an injected or foreign reply subject gets nothing', async (t) => {
@@ -112,19 +113,19 @@ test.serial('control trust - a call shows its caller: verified for a member, unv
   t.deepEqual(await a.rpcSync('b', callerSeen), { caller: 'a', verified: true });
   t.deepEqual(await b.rpcSync('b', callerSeen), { caller: 'b', verified: true }, 'a worker calling itself is shown too');
   const nc = await attacker(t);
-  const before = { ...b.server.receivedFrom };
+  const before = { ...hostOf(b).server.receivedFrom };
   const spoofed = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a' }]), { timeout: 10_000 });
   t.deepEqual(defaultCodec.decode(spoofed.data), [0, { caller: 'a', verified: false }], 'served, as a stranger');
   // A genuine MAC replayed, or put on another function, does not show it either.
-  const auth = a.callAuth.seal('b', 0, 'test.trust.caller')!;
+  const auth = hostOf(a).callAuth.seal('b', 0, 'test.trust.caller')!;
   const genuine = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a', auth }]), { timeout: 10_000 });
   t.deepEqual(defaultCodec.decode(genuine.data), [0, { caller: 'a', verified: true }]);
-  for (const claimed of [auth, a.callAuth.seal('b', 0, 'test.echo')]) {
+  for (const claimed of [auth, hostOf(a).callAuth.seal('b', 0, 'test.echo')]) {
     const replayed = await nc.request(`${ns}.tb.call.b`, defaultCodec.encode([0, 'test.trust.caller', [], { from: 'a', auth: claimed }]), { timeout: 10_000 });
     t.deepEqual(defaultCodec.decode(replayed.data), [0, { caller: 'a', verified: false }]);
   }
-  t.is(b.server.receivedFrom.a, (before.a ?? 0) + 1, 'only the genuine one counted as a call from a');
-  t.true(b.callAuth.unverified >= 3);
+  t.is(hostOf(b).server.receivedFrom.a, (before.a ?? 0) + 1, 'only the genuine one counted as a call from a');
+  t.true(hostOf(b).callAuth.unverified >= 3);
 });
 
 test.serial('control trust - a stream opened by a member is steered only by that member: spoofed cancels and credit are ignored', async (t) => {
@@ -141,7 +142,7 @@ test.serial('control trust - a stream opened by a member is steered only by that
   await nc.flush();
   await done;
   t.deepEqual(items, Array.from({ length: 30 }, (_, i) => i), 'every item arrived: the stream was neither cancelled nor flooded past its credit');
-  t.true(b.control.malformed === 0);
+  t.true(hostOf(b).control.malformed === 0);
 });
 
 test.serial('control trust - a flood of hellos under new names does not grow a worker’s member list past its bound', async (t) => {
@@ -152,7 +153,7 @@ test.serial('control trust - a flood of hellos under new names does not grow a w
     nc.publish(`${ns}.tb.members`, defaultCodec.encode(signedBy(flooder, { k: 'hello', n: `ghost${i}`, id: 100 + i, inst: `g${i}`, t: 0, q: 1 })));
   }
   await nc.flush();
-  await eventually(() => agents.every((agent) => agent.membership.dropped >= 5_000 - 4_096), 15_000);
+  await eventually(() => agents.every((agent) => hostOf(agent).plugin(MEMBERSHIP).dropped >= 5_000 - 4_096), 15_000);
   for (const agent of agents) t.true(agent.workers().length <= 4_096, `${agent.workers().length} members`);
   const sum = await agents[0]!.rpcSync('b', addNumbers, [1, 2], { timeoutMs: 5_000 });
   t.is(sum, 3, 'the group still works');

@@ -16,36 +16,11 @@ import {
 import { abortError, errorFromWire, releaseOutgoing } from '@tensorbus/core/internal';
 import type { CallAuth } from './call-auth.js';
 import type { CallMeta } from './call-context.js';
+import type { AgentHost, CallOptions, CallTap, WireContext } from './host.js';
 import { CALL, OK, parseReply, type StreamOpen, STREAM } from './call-protocol.js';
 import { madeByCurrentCall } from './call-tensors.js';
 import { checkRemoteTiming, Profiler } from './profiler.js';
 import { callSubject } from './subjects.js';
-
-/** Options of one call. */
-export interface CallOptions {
-  /** Overrides the agent default; 0 = no timeout. */
-  timeoutMs?: number;
-  /** Aborting rejects the call with an `AbortError`-named error. */
-  signal?: AbortSignal;
-}
-
-/** The codec context of a message: who sends it, to whom, on which agent. */
-export interface WireContext {
-  agent: unknown;
-  /** The worker at the other end; undefined while decoding a request (its sender is inside it). */
-  peer: string | undefined;
-  /** When present, extension values read from the message are added here (the callee's RRef arguments). */
-  received?: unknown[];
-  /** When present, extension values written into the message are added here (RRefs a callee returns). */
-  sent?: unknown[];
-}
-
-/**
- * Told of each call about to be sent (distributed autograd records the tensors
- * of calls made inside a context). May return a function told of the call's
- * result once it arrives, before the caller sees it.
- */
-export type CallTap = (to: string, args: unknown[], meta: CallMeta) => ((value: unknown) => void) | undefined;
 
 /** Sends calls and tracks the ones pending, per destination. */
 export class CallClient {
@@ -60,7 +35,7 @@ export class CallClient {
   constructor(
     private readonly transport: Transport,
     private readonly self: string,
-    private readonly agent: unknown,
+    private readonly host: AgentHost | undefined,
     private readonly defaultTimeoutMs: () => number,
     private readonly auth: CallAuth,
   ) {}
@@ -110,7 +85,7 @@ export class CallClient {
     const profiled = request[0] === CALL && this.profiler.recording;
     const startedAt = profiled ? performance.now() : 0;
     if (profiled) (request[3] as CallMeta).prof = 1;
-    const context: WireContext = { agent: this.agent, peer: to };
+    const context: WireContext = { host: this.host, peer: to };
     // Large tensors are read out of tensor memory as they are sent, and a large reply is decoded as it arrives.
     const payload = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing(request, context) : defaultCodec.encode(request, context);
     const sentAt = profiled ? performance.now() : 0;

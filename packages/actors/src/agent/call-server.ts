@@ -5,40 +5,19 @@
  * error or drops it; it never crashes.
  * @module
  */
-import { defaultCodec, SerializationError, ShutdownError, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
+import { defaultCodec, SerializationError, ShutdownError, UnknownFunctionError, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
 import { errorToWire, releaseOutgoing, remoteErrorFrom, type WireError } from '@tensorbus/core/internal';
 import { callDescription, lookupCallable, type RegistryEntry } from '../registry/functions.js';
 import { freeInstance } from '../rref/held-tensors.js';
 import { disposeTransient } from '../tensors.js';
 import type { CallAuth } from './call-auth.js';
 import { isRefusal, type CallLog } from './call-log.js';
-import { callScope, type CallerIdentity, type CallMeta } from './call-context.js';
+import type { CallerIdentity } from './call-context.js';
+import { callScope, type AgentHost, type CallReferences, type CallWrapper, type StreamStarter, type WireContext } from './host.js';
 import { CallTensors, outsideCalls } from './call-tensors.js';
-import type { WireContext } from './call-client.js';
 import { CALL, ERROR, OK, parseRequest, type CallRequest } from './call-protocol.js';
 import type { WireTiming } from './profiler.js';
 import { callSubject } from './subjects.js';
-
-/**
- * Runs a call's function inside whatever scope protocols need (autograd contexts, …); `args` are
- * the call's decoded arguments, `caller` who sent it (a verified member or only a claimed name).
- */
-export type CallWrapper = (meta: CallMeta, run: () => Promise<unknown>, args: unknown[], caller: CallerIdentity) => Promise<unknown>;
-
-/**
- * What the server does with the references (RRefs) a call carries, so that
- * their lifetimes follow the call and not the garbage collector.
- */
-export interface CallReferences {
-  /** Resolves once the references among a call's arguments are usable here; rejects to fail the call. */
-  ready(received: unknown[]): Promise<void>;
-  /** The call settled: what it received and what its result carried away are let go (unless kept). */
-  settled(received: unknown[], sent: unknown[]): void;
-}
-
-/** Starts a stream for an accepted STREAM request. */
-/** Starts a stream's producer; `ended` (if given) runs once the stream is over, however it ends. */
-export type StreamStarter = (request: CallRequest, produce: () => unknown, caller: CallerIdentity, ended?: () => void) => void;
 
 /** Serves calls addressed to one worker. */
 export class CallServer {
@@ -51,17 +30,30 @@ export class CallServer {
   private subscription: TransportSubscription | undefined;
   private accepting = true;
   private readonly wrappers: CallWrapper[] = [];
-  /** Set by the agent: the RRef side of calls. */
-  references: CallReferences | undefined;
+  /** The RRef side of calls (the RRef plugin). */
+  private references: CallReferences | undefined;
+  /** The producer side of streams (the streams plugin). */
+  private startStream: StreamStarter | undefined;
 
   constructor(
     private readonly transport: Transport,
     private readonly name: string,
-    private readonly agent: unknown,
-    private readonly startStream: StreamStarter,
+    private readonly host: AgentHost,
     private readonly auth: CallAuth,
     private readonly log: CallLog,
   ) {}
+
+  /** Decides what happens to the references calls carry; set once. */
+  serveReferences(references: CallReferences): void {
+    if (this.references !== undefined) throw new Error('call references are served by one plugin only');
+    this.references = references;
+  }
+
+  /** Starts the producers of accepted stream requests; set once. */
+  serveStreams(starter: StreamStarter): void {
+    if (this.startStream !== undefined) throw new Error('streams are served by one plugin only');
+    this.startStream = starter;
+  }
 
   /** Adds a wrapper around every call's execution (outermost last). */
   wrap(wrapper: CallWrapper): void {
@@ -107,16 +99,16 @@ export class CallServer {
       try {
         // The sender is known only once decoded: extensions read their sender from their own payload.
         // In-process, a large request is decoded sharing the caller's tensors.
-        decoded = defaultCodec.decodePayload(message.payload ?? message.data, { agent: this.agent, peer: undefined, received });
+        decoded = defaultCodec.decodePayload(message.payload ?? message.data, { host: this.host, peer: undefined, received });
         request = parseRequest(decoded);
-        context = { agent: this.agent, peer: request.meta.from };
+        context = { host: this.host, peer: request.meta.from };
         caller = { name: request.meta.from, verified: this.auth.check(request.meta.from, request.kind, request.fn, request.meta.auth) };
         // Only a caller that showed who it is counts as that member for shutdown's barrier.
         if (caller.verified) this.receivedFrom[caller.name] = (this.receivedFrom[caller.name] ?? 0) + 1;
       } catch (error) {
         // Refused after decoding (not a call, or a sender that cannot be checked): what it carried goes now.
         disposeTransient(decoded);
-        if (received.length > 0) this.references?.settled(received, []);
+        if (received.length > 0) this.references?.settled(received);
         this.answerError(message, undefined, errorToWire(error));
         return;
       }
@@ -127,7 +119,7 @@ export class CallServer {
       if (request.kind !== CALL) {
         // A stream's RRef arguments are waited for as a call's are, and live as long as the stream, unless kept.
         const references = this.references;
-        await this.serve(message, request, context, caller, received, arrivedAt, received.length > 0 ? () => references.settled(received, []) : undefined);
+        await this.serve(message, request, context, caller, received, arrivedAt, received.length > 0 ? () => references.settled(received) : undefined);
         return;
       }
       // The RRefs a call carries live as long as the call, unless its function keeps them: those it received,
@@ -136,7 +128,7 @@ export class CallServer {
       try {
         await this.serve(message, request, { ...context, sent }, caller, received, arrivedAt);
       } finally {
-        if (received.length + sent.length > 0) this.references.settled(received, sent);
+        if (received.length + sent.length > 0) this.references.settled([...received, ...sent]);
       }
     } finally {
       this.running--;
@@ -167,10 +159,11 @@ export class CallServer {
         // From here the producer runs `streamEnded` when the stream is over.
         const ended = streamEnded;
         streamEnded = undefined;
+        if (this.startStream === undefined) throw new UnknownFunctionError(`worker '${this.name}' serves no streams`);
         this.startStream(request, produce, caller, ended);
         result = null;
       } else {
-        const run = () => callScope.run({ agent: this.agent, caller: caller.name, verified: caller.verified, meta: request.meta }, async () => produce());
+        const run = () => callScope.run({ host: this.host, caller: caller.name, verified: caller.verified, meta: request.meta }, async () => produce());
         const wrapped = this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run);
         if (entry.tidy) made = new CallTensors();
         const startedAt = request.meta.prof === 1 ? performance.now() : 0;

@@ -1,7 +1,9 @@
 /**
  * The control channel of a worker: small messages on `tb.ctl.<name>`,
- * dispatched by their kind `k` to the protocol that registered it (membership,
- * shutdown, streams, RRefs). A handler's return value, if any, is the reply.
+ * dispatched by their kind `k` to the protocol plugin that declared it
+ * (membership, shutdown, streams, RRefs; see host.ts). A kind is declared by
+ * one plugin only, has one handler, and only declared kinds are sent. A
+ * handler's return value, if any, is the reply.
  *
  * Once authenticated (see {@link ControlChannel.authenticate}), messages go in
  * an envelope `['tbctl', bytes, from, [counter, mac]]` whose MAC covers the
@@ -10,7 +12,7 @@
  * without an envelope is still handled, with no sender.
  * @module
  */
-import { defaultCodec, type InboundMessage, type Transport, type TransportSubscription } from '@tensorbus/core';
+import { defaultCodec, InvalidArgumentError, type InboundMessage, type Transport, type TransportSubscription } from '@tensorbus/core';
 import { decodeWithoutTensors } from '../tensors.js';
 import { errorToWire } from '@tensorbus/core/internal';
 import type { CallAuth } from './call-auth.js';
@@ -40,8 +42,10 @@ export type ControlHandler = (message: ControlMessage, sender: CallerIdentity | 
 /** Routes control messages of one worker. */
 export class ControlChannel {
   private readonly handlers = new Map<string, ControlHandler>();
+  /** Declared kind -> the plugin that declared it. */
+  private readonly declared = new Map<string, string>();
   private subscription: TransportSubscription | undefined;
-  /** Malformed control messages seen (dropped). */
+  /** Control messages refused as malformed or of a kind no plugin declared. */
   malformed = 0;
 
   private auth: CallAuth | undefined;
@@ -53,8 +57,19 @@ export class ControlChannel {
     this.auth = auth;
   }
 
-  /** Registers the handler of messages of kind `kind`. */
+  /** Declares the kinds of plugin `owner`; a kind another plugin declared is refused. */
+  declare(owner: string, kinds: readonly string[]): void {
+    for (const kind of kinds) {
+      const holder = this.declared.get(kind);
+      if (holder !== undefined) throw new InvalidArgumentError(`control kind '${kind}' is declared by both '${holder}' and '${owner}'`);
+    }
+    for (const kind of kinds) this.declared.set(kind, owner);
+  }
+
+  /** Registers the handler of messages of kind `kind`, which must be declared and not handled yet. */
   on(kind: string, handler: ControlHandler): void {
+    this.checkDeclared(kind);
+    if (this.handlers.has(kind)) throw new InvalidArgumentError(`control kind '${kind}' already has a handler`);
     this.handlers.set(kind, handler);
   }
 
@@ -80,7 +95,13 @@ export class ControlChannel {
     this.subscription = undefined;
   }
 
+  private checkDeclared(kind: string): void {
+    if (!this.declared.has(kind)) throw new InvalidArgumentError(`control kind '${kind}' is declared by no protocol plugin`);
+  }
+
   private encode(worker: string, message: ControlMessage): Uint8Array {
+    // A mistyped kind fails here, where it is sent, not as a silent drop on the receiver.
+    this.checkDeclared(message.k);
     const bytes = defaultCodec.encode(message);
     if (!this.auth) return bytes;
     const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -106,7 +127,14 @@ export class ControlChannel {
     }
     const handler = this.handlers.get(message.k);
     if (!handler) {
+      // A kind this worker does not know (a newer peer, a typo on its side): refused, said so when asked.
       this.malformed++;
+      const refusal = new InvalidArgumentError(`worker '${this.name}' handles no control messages of kind '${message.k.slice(0, 64)}'`);
+      try {
+        if (inbound.reply) inbound.respond(defaultCodec.encode({ error: errorToWire(refusal) }));
+      } catch {
+        // Nobody to tell (the transport is closing).
+      }
       return;
     }
     // Handled at once, in the order the bus delivered them: a `here` that came before a call has

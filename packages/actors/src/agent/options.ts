@@ -7,9 +7,18 @@
 import { InvalidArgumentError, localTransport, type Transport } from '@tensorbus/core';
 import { natsTransport } from '@tensorbus/nats-transport';
 import { validateWorkerName } from '../worker-info.js';
-import type { MembershipTiming } from '../membership/membership.js';
 import { resolvePeerLimits, type PeerLimits } from '../peer-limits.js';
 import { defaultLogger, type TensorbusLogger } from './call-log.js';
+
+/** Timing of the membership protocol. */
+export interface MembershipTiming {
+  /** Interval of heartbeats, ms. Default 500. */
+  heartbeatMs: number;
+  /** A worker silent this long is declared failed, ms. Default 3000. */
+  failureTimeoutMs: number;
+  /** How long a joiner listens for answers and name conflicts, ms. Default 50. */
+  joinSettleMs: number;
+}
 
 /** Options of `initRpc` [init_rpc]. */
 export interface InitRpcOptions extends Partial<MembershipTiming> {

@@ -4,18 +4,17 @@
  * detection apply: a dead participant fails a backward at once).
  * @module
  */
-import { ShutdownError, type tf } from '@tensorbus/core';
-import { callScope } from '../agent/call-context.js';
+import type { tf } from '@tensorbus/core';
+import { servingPlugin } from '../agent/host.js';
 import { remoteFunction } from '../registry/functions.js';
 import type { DistAutograd } from './dist-autograd.js';
+import { AUTOGRAD } from './autograd-key.js';
 import { GRADS, RELEASE } from './protocol.js';
 
-/** The distributed autograd of the agent serving the current call, and the caller. */
+/** The distributed autograd of the worker serving the current call, and the caller. */
 function serving(): { autograd: DistAutograd; caller: string } {
-  const scope = callScope.getStore();
-  const autograd = (scope?.agent as { distAutograd?: DistAutograd } | undefined)?.distAutograd;
-  if (!scope || !autograd) throw new ShutdownError('autograd protocol functions run only inside calls to an agent');
-  return { autograd, caller: scope.caller };
+  const { plugin, scope } = servingPlugin(AUTOGRAD, 'an autograd protocol function');
+  return { autograd: plugin, caller: scope.caller };
 }
 
 /** Gradients for the tensors this worker sent as message `msgId`: runs the passes they cause. */

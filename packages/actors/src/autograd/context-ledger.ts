@@ -13,7 +13,7 @@ import { creatorOf } from './protocol.js';
 
 /** What the ledger needs of its agent. */
 export interface LedgerHost extends MembershipView {
-  options: { peerLimits: PeerLimits };
+  readonly options: { readonly peerLimits: PeerLimits };
 }
 
 /** Per-peer accounting of one worker's contexts. */
@@ -26,7 +26,7 @@ export class ContextLedger {
   constructor(private readonly host: LedgerHost) {}
 
   private get self(): string {
-    return this.host.membership.name;
+    return this.host.name;
   }
 
   /**

@@ -7,16 +7,15 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { AutogradError, InvalidArgumentError, RemoteError, RpcTimeoutError, tf } from '@tensorbus/core';
+import { AutogradError, InvalidArgumentError, RemoteError, RpcTimeoutError, SerializationError, tf } from '@tensorbus/core';
 import type { CallMeta } from '../agent/call-context.js';
-import type { RpcAgent } from '../agent/rpc-agent.js';
+import type { AgentHost, PluginLifecycle } from '../agent/host.js';
 import { isCurrentMember, isWireId, leaseTimer } from '../peer-limits.js';
 import { forEachTensor } from '../tensors.js';
-import { receiveGradients, releaseContext } from './autograd-functions.js';
 import { localPass, type PassResult } from './backward-pass.js';
 import { AutogradContext, differentiable, isLeaf, type RecvRecord } from './context.js';
 import { ContextLedger } from './context-ledger.js';
-import { creatorOf, META_KEY, replyId, tagOf } from './protocol.js';
+import { creatorOf, GRADS, META_KEY, RELEASE, replyId, tagOf } from './protocol.js';
 import { contextClosed, contextOpened, recordingScope, withoutRecording } from './tape.js';
 
 type Tensor = tf.Tensor;
@@ -66,7 +65,7 @@ function floatTensors(value: unknown): Tensor[] {
  * });
  * ```
  */
-export class DistAutograd {
+export class DistAutograd implements PluginLifecycle {
   private readonly contexts = new Map<ContextId, AutogradContext>();
   /** Ids released here: a call of theirs arriving late must not bring them back. */
   private readonly released = new Set<ContextId>();
@@ -77,15 +76,19 @@ export class DistAutograd {
   private readonly ledger: ContextLedger;
   private leaseTimer: NodeJS.Timeout | undefined;
 
-  /** @internal Hooks into the agent's call path; made by the agent. */
-  constructor(private readonly agent: RpcAgent) {
-    this.ledger = new ContextLedger(agent);
-    agent.metaContributors.push((meta) => this.tagCall(meta));
-    agent.calls.taps.push((to, args, meta) => this.onRequest(to, args, meta));
-    agent.server.wrap((meta, run, args, caller) => this.serve(meta, run, args, caller.verified));
-    agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
-    agent.whenStopped(() => this.dropAll());
-    this.leaseTimer = leaseTimer(agent.options.peerLimits.leaseMs, () => this.expireLeases());
+  /** @internal Hooks into the worker's call path; installed by the autograd plugin (plugin.ts). */
+  constructor(private readonly host: AgentHost) {
+    this.ledger = new ContextLedger(host);
+    host.contributeMeta((meta) => this.tagCall(meta));
+    host.tapCalls((to, args, meta) => this.onRequest(to, args, meta));
+    host.wrapServing((meta, run, args, caller) => this.serve(meta, run, args, caller.verified));
+    host.members.gone$.subscribe(({ name }) => this.onWorkerGone(name));
+    this.leaseTimer = leaseTimer(host.options.peerLimits.leaseMs, () => this.expireLeases());
+  }
+
+  /** @internal The worker stopped: every context here is dropped. */
+  stopped(): void {
+    this.dropAll();
   }
 
   /**
@@ -96,10 +99,10 @@ export class DistAutograd {
    * `fn`'s result, or rejects with its error.
    */
   async context<T>(fn: (contextId: ContextId) => T | PromiseLike<T>): Promise<T> {
-    this.agent.checkRunning();
+    this.host.checkRunning();
     const current = this.current();
     if (current !== undefined) throw new InvalidArgumentError(`already inside autograd context ${current.id}: contexts do not nest`);
-    const context = this.open(`${this.agent.self.name}/${this.instance}.${(++this.contextCount).toString(36)}`);
+    const context = this.open(`${this.host.name}/${this.instance}.${(++this.contextCount).toString(36)}`);
     try {
       return await recordingScope.run(context, () => fn(context.id));
     } finally {
@@ -118,8 +121,8 @@ export class DistAutograd {
    */
   async backward(contextId: ContextId, roots: Tensor[], options: BackwardOptions = {}): Promise<void> {
     const context = this.require(contextId);
-    this.agent.checkRunning();
-    const timeoutMs = options.timeoutMs ?? this.agent.options.rpcTimeoutMs;
+    this.host.checkRunning();
+    const timeoutMs = options.timeoutMs ?? this.host.options.rpcTimeoutMs;
     if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw new InvalidArgumentError(`backward() timeoutMs must be a non-negative number, got ${String(timeoutMs)}`);
     if (!Array.isArray(roots) || roots.length === 0) throw new InvalidArgumentError('backward() needs a non-empty array of root tensors');
     roots.forEach((root, i) => {
@@ -212,7 +215,7 @@ export class DistAutograd {
   /** Meta contributor: a call made inside a context carries it. */
   private tagCall(meta: CallMeta): void {
     const context = this.current();
-    if (context !== undefined) meta[META_KEY] = [context.id, `${this.agent.self.name}.${this.instance}.${(++this.messageCount).toString(36)}`];
+    if (context !== undefined) meta[META_KEY] = [context.id, `${this.host.name}.${this.instance}.${(++this.messageCount).toString(36)}`];
   }
 
   /** Caller side: records the tensors sent, and those the reply brings. */
@@ -236,7 +239,7 @@ export class DistAutograd {
     const tag = meta[META_KEY] === undefined || !verified ? undefined : tagOf(meta);
     // In-process transports deliver in the sender's async scope: a call outside any context must not inherit one.
     if (tag === undefined) return recordingScope.getStore() === undefined ? run() : recordingScope.exit(run);
-    if (!isWireId(tag[0]) || !isWireId(tag[1])) return Promise.reject(new InvalidArgumentError('malformed autograd context id in a call'));
+    if (!isWireId(tag[0]) || !isWireId(tag[1])) return Promise.reject(new SerializationError('malformed autograd context id in a call'));
     let context: AutogradContext | undefined;
     const received = floatTensors(args);
     const existed = this.contexts.has(tag[0]);
@@ -271,7 +274,7 @@ export class DistAutograd {
   private join(id: ContextId, from: string): AutogradContext | undefined {
     let context = this.contexts.get(id);
     if (context === undefined) {
-      if (this.released.has(id) || !this.agent.running) return undefined;
+      if (this.released.has(id) || !this.host.running) return undefined;
       this.ledger.admit(from);
       context = this.open(id);
       this.ledger.open(context, from);
@@ -286,7 +289,7 @@ export class DistAutograd {
     if (context === undefined) {
       throw new AutogradError(
         'AUTOGRAD_CONTEXT_NOT_FOUND',
-        `worker '${this.agent.self.name}' has no autograd context ${String(id)}: contexts are released when their context() callback settles`,
+        `worker '${this.host.name}' has no autograd context ${String(id)}: contexts are released when their context() callback settles`,
       );
     }
     return context;
@@ -326,7 +329,7 @@ export class DistAutograd {
     try {
       result = localPass(context, seeds);
     } catch (error) {
-      throw this.failure(context, this.agent.self.name, error);
+      throw this.failure(context, this.host.name, error);
     }
     for (const [variable, grad] of result.leaves) {
       if (context.open) context.accumulate(variable, grad);
@@ -340,10 +343,10 @@ export class DistAutograd {
 
   private async sendGradients(context: AutogradContext, record: RecvRecord, grads: Array<Tensor | null>, deadline?: number): Promise<void> {
     try {
-      this.agent.resolveLive(record.peer);
+      this.host.checkLive(record.peer);
       // The receiver's own sends share what is left of the backward's time.
       const left = deadline === undefined ? undefined : Math.max(1, deadline - Date.now());
-      await this.protocolCall(record.peer, receiveGradients, left === undefined ? [context.id, record.msgId, grads] : [context.id, record.msgId, grads, left], left);
+      await this.protocolCall(record.peer, GRADS, left === undefined ? [context.id, record.msgId, grads] : [context.id, record.msgId, grads, left], left);
     } catch (error) {
       throw this.failure(context, record.peer, error);
     }
@@ -358,8 +361,8 @@ export class DistAutograd {
   }
 
   /** A protocol call: made outside any context, so it is neither tagged nor recorded. */
-  private protocolCall(to: string, fn: { remoteName: string }, args: unknown[], timeoutMs?: number): Promise<unknown> {
-    return recordingScope.exit(() => this.agent.calls.call(to, fn.remoteName, args, this.agent.meta(to), timeoutMs === undefined ? {} : { timeoutMs }));
+  private protocolCall(to: string, fn: string, args: unknown[], timeoutMs?: number): Promise<unknown> {
+    return recordingScope.exit(() => this.host.call(to, fn, args, timeoutMs === undefined ? {} : { timeoutMs }));
   }
 
   // ---- release -----------------------------------------------------------------
@@ -377,10 +380,10 @@ export class DistAutograd {
   /** Drops `context` here, then asks every worker it knows but `from` to do the same, and waits for them. */
   private async release(context: AutogradContext, from: string | undefined): Promise<void> {
     if (!this.drop(context)) return;
-    const self = this.agent.self.name;
-    const peers = [...context.known].filter((w) => w !== from && w !== self && this.agent.membership.departure(w) === undefined);
-    if (peers.length === 0 || !this.agent.running) return;
-    const timeoutMs = Math.min(this.agent.options.rpcTimeoutMs || 10_000, 10_000);
+    const self = this.host.name;
+    const peers = [...context.known].filter((w) => w !== from && w !== self && this.host.members.departure(w) === undefined);
+    if (peers.length === 0 || !this.host.running) return;
+    const timeoutMs = Math.min(this.host.options.rpcTimeoutMs || 10_000, 10_000);
     await Promise.all(peers.map((w) => this.releaseOn(w, context.id, timeoutMs)));
   }
 
@@ -392,12 +395,12 @@ export class DistAutograd {
    */
   private async releaseOn(peer: string, contextId: ContextId, timeoutMs: number): Promise<void> {
     if (await this.tryRelease(peer, contextId, timeoutMs)) return;
-    const giveUp = Date.now() + this.agent.options.peerLimits.leaseMs;
+    const giveUp = Date.now() + this.host.options.peerLimits.leaseMs;
     void (async () => {
       for (let pause = 100; ; pause = Math.min(pause * 2, RELEASE_RETRY_MAX_MS)) {
         await new Promise((resolve) => setTimeout(resolve, pause).unref());
-        if (!this.agent.running || this.agent.membership.departure(peer) !== undefined) return;
-        if (!isCurrentMember(this.agent, peer) && Date.now() > giveUp) return;
+        if (!this.host.running || this.host.members.departure(peer) !== undefined) return;
+        if (!isCurrentMember(this.host, peer) && Date.now() > giveUp) return;
         if (await this.tryRelease(peer, contextId, timeoutMs)) return;
       }
     })();
@@ -406,7 +409,7 @@ export class DistAutograd {
   /** One release attempt; true once the peer answered (an error it answered with counts: it got the message). */
   private async tryRelease(peer: string, contextId: ContextId, timeoutMs: number): Promise<boolean> {
     try {
-      await this.protocolCall(peer, releaseContext, [contextId], timeoutMs);
+      await this.protocolCall(peer, RELEASE, [contextId], timeoutMs);
       return true;
     } catch (error) {
       // Silence (a timeout, nobody listening, the bus down) is retried; any answer means the peer got it.

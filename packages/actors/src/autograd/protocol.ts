@@ -23,6 +23,8 @@ export type AutogradTag = [contextId: string, msgId: string];
 /** Remote function names of the protocol. */
 export const GRADS = 'tb.autograd.grads';
 export const RELEASE = 'tb.autograd.release';
+/** The remote functions the autograd plugin declares (it has no control kinds: everything rides on calls). */
+export const AUTOGRAD_FUNCTIONS = [GRADS, RELEASE] as const;
 
 /** The id of the send made by a reply to message `msgId`. */
 export function replyId(msgId: string): string {

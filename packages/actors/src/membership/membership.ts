@@ -50,10 +50,13 @@ import {
 import { waitAtMost } from '@tensorbus/core/internal';
 import { decodeWithoutTensors } from '../tensors.js';
 import type { WorkerInfo } from '../worker-info.js';
-import type { ControlChannel, ControlMessage } from '../agent/control.js';
+import { ANNOUNCEMENT_KINDS, BYE, CLAIM, HEARTBEAT, HELLO, HERE, MINE, PING, PONG, QUERY, SYNC, type Announcement } from './membership-protocol.js';
 import { ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData, type SignedFields } from './heartbeat-beat.js';
 import { Identity, isPublicKey } from '../agent/identity.js';
 import { advance, takeLate } from './replay-window.js';
+import type { MembershipFace } from '../agent/agent-host.js';
+import type { AgentHost, Departure } from '../agent/host.js';
+import type { MembershipTiming } from '../agent/options.js';
 import { MEMBERS_SUBJECT, STATUS_REPLY_PATTERN } from '../agent/subjects.js';
 import { isCount, isInstance, isWorkerId, isWorkerName } from '../agent/wire-checks.js';
 
@@ -71,16 +74,6 @@ const MAX_DEPARTED = 4096;
  * so a hostile peer delays a joiner by a bounded number of rounds, never forever.
  */
 const MAX_ID_CLAIMS = 64;
-
-/** Timing of the membership protocol. */
-export interface MembershipTiming {
-  /** Interval of heartbeats, ms. Default 500. */
-  heartbeatMs: number;
-  /** A worker silent this long is declared failed, ms. Default 3000. */
-  failureTimeoutMs: number;
-  /** How long a joiner listens for answers and name conflicts, ms. Default 50. */
-  joinSettleMs: number;
-}
 
 /** The keys a name is bound to, and the newest sequence number heard under them. */
 interface Binding {
@@ -106,16 +99,6 @@ interface Departed extends Binding {
   id: number;
 }
 
-/** An announcement on the members subject or a `here` on a control subject. */
-export interface Announcement extends ControlMessage, SignedFields {
-  k: 'hello' | 'sync' | 'hb' | 'bye' | 'here' | 'query' | 'claim' | 'mine';
-  /** Ed25519 signature of {@link signedText}. */
-  sig: string;
-  reply?: string;
-}
-
-const KINDS = new Set(['hello', 'sync', 'hb', 'bye', 'here', 'claim', 'mine']);
-
 /** A dynamic joiner's claim of an id, in flight. */
 interface Claim {
   id: number;
@@ -125,14 +108,8 @@ interface Claim {
   lost: boolean;
 }
 
-/** Why a worker left the view. */
-export interface Departure {
-  name: string;
-  reason: 'left' | 'failed';
-}
-
 /** One worker's view of the group. */
-export class Membership {
+export class Membership implements MembershipFace {
   readonly inst = randomUUID();
   readonly joinedAt = Date.now();
   /** Current members, this worker included, sorted by id then name. */
@@ -163,19 +140,47 @@ export class Membership {
   private onConflict: ((error: DuplicateWorkerError) => void) | undefined;
   private awaitedEcho: { kind: Announcement['k']; resolve: () => void } | undefined;
 
-  constructor(
-    private readonly transport: Transport,
-    private readonly control: ControlChannel,
-    readonly name: string,
-    private readonly timing: MembershipTiming,
-    private readonly worldSize?: number,
-    private readonly rank?: number,
-  ) {
-    if (rank !== undefined) this.id = rank;
-    control.on('ping', () => ({ k: 'pong', n: this.name, inst: this.inst }));
-    control.on('here', (m) => {
+  readonly name: string;
+  private readonly transport: Transport;
+  private readonly timing: MembershipTiming;
+  private readonly worldSize: number | undefined;
+  private readonly rank: number | undefined;
+
+  /** Installed by the membership plugin (plugin.ts). */
+  constructor(private readonly host: AgentHost) {
+    const { options } = host;
+    this.name = host.name;
+    this.transport = host.transport;
+    this.timing = options;
+    this.worldSize = options.worldSize;
+    this.rank = options.rank;
+    if (this.rank !== undefined) this.id = this.rank;
+    host.onControl(PING, () => ({ k: PONG, n: this.name, inst: this.inst }));
+    host.onControl(HERE, (m) => {
       if (!this.left) this.accept(m);
     });
+  }
+
+  // ---- lifecycle (see PluginLifecycle in host.ts) ----
+
+  /** Before listening: the name must be free. */
+  beforeListen(): Promise<void> {
+    return this.checkNameFree(Math.min(2_000, this.host.options.initTimeoutMs || 2_000));
+  }
+
+  /** Once listening: joins. */
+  afterListen(): Promise<void> {
+    return this.join();
+  }
+
+  /** A static group's worker waits for everyone. */
+  async whenRunning(): Promise<void> {
+    if (this.worldSize !== undefined) await this.awaitWorld(this.host.options.initTimeoutMs);
+  }
+
+  /** Leaves as the worker stops. */
+  stopping(): void {
+    this.leave();
   }
 
   /** This worker's info (id -1 until a static group without ranks is complete). */
@@ -186,7 +191,7 @@ export class Membership {
   /** Refuses a name in use: asks the name's control subject before claiming it. */
   async checkNameFree(timeoutMs: number): Promise<void> {
     try {
-      await this.control.request(this.name, { k: 'ping' }, timeoutMs);
+      await this.host.requestControl(this.name, { k: PING }, timeoutMs);
     } catch (error) {
       if ((error as { code?: string }).code === 'WORKER_UNAVAILABLE' || error instanceof RpcTimeoutError) return;
       throw error;
@@ -211,16 +216,16 @@ export class Membership {
     // again until joined). On a loaded machine a first thread takes seconds to start.
     this.startBeacon();
     if (this.beacon) await waitAtMost(this.beacon.ready, BEACON_START_LIMIT_MS);
-    await this.announceThroughBus('hello');
+    await this.announceThroughBus(HELLO);
     await new Promise((resolve) => setTimeout(resolve, this.timing.joinSettleMs));
     // A timer can fire before deliveries already waiting on a busy event loop:
     // one more round trip through the bus takes in everything sent before it.
-    await this.announceThroughBus('sync');
+    await this.announceThroughBus(SYNC);
     if (this.conflict) throw this.conflict;
     if (this.worldSize === undefined) await this.claimId();
     this.resolveStaticIds();
     this.touch(this.name, this.inst, this.id, this.joinedAt);
-    this.announce('hb');
+    this.announce(HEARTBEAT);
     Atomics.store(this.shared, STATE, JOINED);
     this.lastTick = Date.now();
     this.heartbeat = setInterval(() => this.tick(), this.timing.heartbeatMs);
@@ -315,7 +320,7 @@ export class Membership {
     // Before the bye takes its number: the beacon sends nothing numbered after it (heartbeat-beat.ts `beat`).
     Atomics.store(this.shared, STATE, LEFT);
     try {
-      this.announce('bye');
+      this.announce(BYE);
     } catch {
       // The transport may already be closed; others then detect the silence.
     }
@@ -332,7 +337,7 @@ export class Membership {
    * everything the bus delivered to it before has been handled; at most
    * ECHO_LIMIT_MS on a transport that does not echo.
    */
-  private async announceThroughBus(kind: 'hello' | 'sync' | 'claim', id = this.id): Promise<void> {
+  private async announceThroughBus(kind: typeof HELLO | typeof SYNC | typeof CLAIM, id = this.id): Promise<void> {
     const echoed = new Promise<void>((resolve) => (this.awaitedEcho = { kind, resolve }));
     this.announce(kind, id);
     await waitAtMost(echoed, ECHO_LIMIT_MS);
@@ -359,7 +364,7 @@ export class Membership {
     }
   }
 
-  private announce(kind: 'hello' | 'sync' | 'hb' | 'bye' | 'claim' | 'mine', id = this.id): void {
+  private announce(kind: typeof HELLO | typeof SYNC | typeof HEARTBEAT | typeof BYE | typeof CLAIM | typeof MINE, id = this.id): void {
     this.transport.publish(MEMBERS_SUBJECT, defaultCodec.encode(this.signed(kind, id)));
   }
 
@@ -374,10 +379,10 @@ export class Membership {
 
   private onAnnouncement(message: Announcement): void {
     if (this.left) return;
-    if (typeof message === 'object' && message !== null && message.k === 'query') {
+    if (typeof message === 'object' && message !== null && message.k === QUERY) {
       // Only the status tool asks, and only on its own subjects: a query cannot make every worker publish elsewhere.
       if (typeof message.reply === 'string' && STATUS_REPLY_PATTERN.test(message.reply)) {
-        this.transport.publish(message.reply, defaultCodec.encode(this.signed('here')));
+        this.transport.publish(message.reply, defaultCodec.encode(this.signed(HERE)));
       } else {
         this.dropped++;
       }
@@ -396,12 +401,12 @@ export class Membership {
     }
     // A beat that the bus delivered after a later one says only that its sender lives.
     if (verdict === 'late') return;
-    if (message.k === 'bye') {
+    if (message.k === BYE) {
       this.remove(message.n, message.inst, 'left', message.q);
       return;
     }
-    if (message.k === 'hello' && message.inst !== this.inst && message.n !== this.name) {
-      this.control.send(message.n, this.signed('here'));
+    if (message.k === HELLO && message.inst !== this.inst && message.n !== this.name) {
+      this.host.sendControl(message.n, this.signed(HERE));
     }
     this.observe(message);
   }
@@ -416,7 +421,7 @@ export class Membership {
    * marking it heard and the member seen.
    */
   private authentic(m: Announcement): boolean | 'late' {
-    if (typeof m !== 'object' || m === null || !KINDS.has(m.k) || !isWorkerName(m.n) || !isInstance(m.inst) || !isWorkerId(m.id)) return false;
+    if (typeof m !== 'object' || m === null || !ANNOUNCEMENT_KINDS.has(m.k) || !isWorkerName(m.n) || !isInstance(m.inst) || !isWorkerId(m.id)) return false;
     if (typeof m.t !== 'number' || !Number.isFinite(m.t) || !isCount(m.q) || !isPublicKey(m.sk) || !isPublicKey(m.xk)) return false;
     if (!this.identity.verify(m.sk, signedText(m), m.sig)) return false;
     if (m.n === this.name) {
@@ -427,13 +432,13 @@ export class Membership {
     if (bound === undefined || bound.inst !== m.inst) {
       // A live member's name claimed by another instance: the member keeps it until it leaves or fails.
       // New names beyond MAX_MEMBERS are not taken in: announcements alone cannot grow this worker's state without bound.
-      return !this.members.has(m.n) && m.k !== 'bye' && this.members.size < MAX_MEMBERS;
+      return !this.members.has(m.n) && m.k !== BYE && this.members.size < MAX_MEMBERS;
     }
     if (m.sk !== bound.signKey || m.xk !== bound.dhKey) return false;
     if (m.q > bound.seq) return true;
     // Only a live member: a worker that said bye (or was declared failed) is not brought back by an older beat.
     const member = this.members.get(m.n);
-    if (member !== bound || (m.k !== 'hb' && m.k !== 'hello')) return false;
+    if (member !== bound || (m.k !== HEARTBEAT && m.k !== HELLO)) return false;
     const late = takeLate(member.seq, member.late, m.q);
     if (late === undefined) return false;
     member.late = late;
@@ -443,18 +448,18 @@ export class Membership {
 
   private observe(message: Announcement): void {
     if (message.n === this.name && message.inst === this.inst) {
-      if (message.k === 'claim' && this.claim?.id === message.id) this.claim.echoed = true;
+      if (message.k === CLAIM && this.claim?.id === message.id) this.claim.echoed = true;
       if (message.k === this.awaitedEcho?.kind) this.awaitedEcho.resolve();
       return;
     }
-    if (message.k === 'sync') return;
+    if (message.k === SYNC) return;
     if (message.n === this.name) {
       this.onRival(message);
       return;
     }
     if (this.contest(message)) return;
     // A claim is not an id yet (and `mine` from a dynamic claimant neither): it is noted apart, below.
-    const tentative = message.k === 'claim' || (message.k === 'mine' && this.worldSize === undefined);
+    const tentative = message.k === CLAIM || (message.k === MINE && this.worldSize === undefined);
     this.touch(message.n, message.inst, tentative ? -1 : message.id, message.t, message);
     const member = this.members.get(message.n);
     // A dynamic claimant's `mine` restates its claim (it answers a later claimant): the id stays claimed.
@@ -472,27 +477,27 @@ export class Membership {
     if (this.worldSize === undefined) {
       const claim = this.claim;
       if (claim && !claim.lost && message.id === claim.id) {
-        if (message.k === 'claim' && claim.echoed) {
+        if (message.k === CLAIM && claim.echoed) {
           // Ours came first in the bus's order: tell the later claimant (it may not have heard ours).
-          this.announce('mine', claim.id);
+          this.announce(MINE, claim.id);
         } else {
           // A holder, or a claim ordered before ours.
           claim.lost = true;
         }
-      } else if (this.heartbeat && message.id === this.id && message.k === 'claim') {
-        this.announce('mine');
+      } else if (this.heartbeat && message.id === this.id && message.k === CLAIM) {
+        this.announce(MINE);
       }
       return false;
     }
     if (this.rank === undefined || message.id !== this.id) return false;
     if (this.heartbeat && !this.conflict) {
       // A `mine` answers a hello: its sender held the rank when this worker said hello.
-      if (message.k !== 'mine') {
-        if (message.k === 'hello') this.announce('mine');
+      if (message.k !== MINE) {
+        if (message.k === HELLO) this.announce(MINE);
         return true;
       }
     }
-    const holder = message.k === 'hb' || message.k === 'mine';
+    const holder = message.k === HEARTBEAT || message.k === MINE;
     // Between two joiners the later one gives up (start time, then instance id): a claimant that came first keeps its rank.
     const later = this.joinedAt > message.t || (this.joinedAt === message.t && this.inst > message.inst);
     if (holder || later) {
@@ -507,7 +512,7 @@ export class Membership {
     if (!this.rankRivals.has(message.inst)) {
       // The rival may have subscribed too late to hear this worker's hello.
       this.rankRivals.add(message.inst);
-      this.announce('hello');
+      this.announce(HELLO);
     }
     return true;
   }
@@ -522,11 +527,11 @@ export class Membership {
     for (let attempt = 0; attempt < MAX_ID_CLAIMS; attempt++) {
       const claim: Claim = { id: this.freeId(lost), echoed: false, lost: false };
       this.claim = claim;
-      await this.announceThroughBus('claim', claim.id);
+      await this.announceThroughBus(CLAIM, claim.id);
       claim.echoed = true;
       if (!claim.lost) {
         await new Promise((resolve) => setTimeout(resolve, this.timing.joinSettleMs));
-        await this.announceThroughBus('sync');
+        await this.announceThroughBus(SYNC);
       }
       if (!claim.lost && !this.left) {
         // Final before anything else can run: from here on this worker defends the id as its holder.
@@ -549,15 +554,15 @@ export class Membership {
    */
   private onRival(message: Announcement): void {
     if (this.heartbeat) {
-      if (message.k === 'hello') this.announce('hb');
+      if (message.k === HELLO) this.announce(HEARTBEAT);
       return;
     }
-    const holder = message.k === 'hb' || message.k === 'here';
+    const holder = message.k === HEARTBEAT || message.k === HERE;
     if (holder || this.inst > message.inst) {
       this.conflict ??= new DuplicateWorkerError(`worker name '${this.name}' was claimed by another worker at the same time: choose another name`);
     } else if (!this.rivals.has(message.inst)) {
       this.rivals.add(message.inst);
-      this.announce('hello');
+      this.announce(HELLO);
     }
   }
 
@@ -615,7 +620,7 @@ export class Membership {
       throw new InvalidArgumentError(`more than worldSize=${this.worldSize} workers joined this namespace`);
     }
     this.touch(this.name, this.inst, this.id, this.joinedAt);
-    if (this.heartbeat) this.announce('hb');
+    if (this.heartbeat) this.announce(HEARTBEAT);
     for (const [name, member] of this.members) {
       if (member.info.id < 0) member.info = { name, id: names.indexOf(name) };
     }
@@ -628,7 +633,7 @@ export class Membership {
     const stalled = now - this.lastTick > 2 * this.timing.heartbeatMs;
     this.lastTick = now;
     try {
-      this.announce('hb');
+      this.announce(HEARTBEAT);
     } catch {
       return;
     }
@@ -650,7 +655,7 @@ export class Membership {
       // Silence while this worker was cut off says nothing about the others.
       const now = Date.now();
       for (const member of this.members.values()) member.lastSeen = now;
-      this.announce('hb');
+      this.announce(HEARTBEAT);
     }
   }
 

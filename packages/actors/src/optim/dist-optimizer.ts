@@ -6,7 +6,7 @@
  * @module
  */
 import { InvalidArgumentError, type tf } from '@tensorbus/core';
-import type { RpcAgent } from '../agent/rpc-agent.js';
+import { hostOf, type RpcAgent } from '../agent/rpc-agent.js';
 import { recordingScope } from '../autograd/tape.js';
 import { RRef } from '../rref/rref.js';
 import type { LocalOptimizer } from './local-optimizer.js';
@@ -47,7 +47,7 @@ export class DistributedOptimizer {
    * or options are bad, an RRef does not hold a variable, or an owner fails.
    */
   static async create(agent: RpcAgent, name: OptimizerName, paramRRefs: Array<RRef<tf.Variable>>, options: OptimizerOptions = {}): Promise<DistributedOptimizer> {
-    agent.checkRunning();
+    hostOf(agent).checkRunning();
     checkOptimizer(name, options);
     if (!Array.isArray(paramRRefs)) throw new InvalidArgumentError('paramRRefs must be an array of RRefs to tf.Variables');
     const byOwner = new Map<string, Array<RRef<tf.Variable>>>();

@@ -10,7 +10,6 @@ import { InvalidArgumentError, tf } from '@tensorbus/core';
 import { currentAgent } from '../init.js';
 import { remoteFunction } from '../registry/functions.js';
 import type { RRef } from '../rref/rref.js';
-import type { Module } from './remote-module.js';
 
 /**
  * The owner RRefs of each module's parameters. An RRef's owner disposes the
@@ -19,6 +18,12 @@ import type { Module } from './remote-module.js';
  * releases (or garbage collection) from disposing the module's weights.
  */
 const parameterRefs = new WeakMap<object, Array<RRef<tf.Variable>>>();
+
+/** What a module is: a forward pass, and its trainable parameters. */
+export interface Module {
+  forward(...args: never[]): unknown;
+  parameters(): tf.Variable[];
+}
 
 async function moduleOf(ref: RRef<unknown>): Promise<Module> {
   const value = await ref.toHere();

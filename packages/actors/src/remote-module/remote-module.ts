@@ -11,13 +11,9 @@ import type { RemoteArgs, RpcAgent, WorkerRef } from '../agent/rpc-agent.js';
 import type { Received } from '../received.js';
 import type { RemoteClass } from '../registry/functions.js';
 import type { RRef } from '../rref/rref.js';
-import { checkModule, disposeModule, moduleParameters } from './module-functions.js';
+import { checkModule, disposeModule, moduleParameters, type Module } from './module-functions.js';
 
-/** What a module is: a forward pass, and its trainable parameters. */
-export interface Module {
-  forward(...args: never[]): unknown;
-  parameters(): tf.Variable[];
-}
+export type { Module } from './module-functions.js';
 
 type ForwardArgs<M extends Module> = M['forward'] extends (...args: infer A) => unknown ? A : never;
 type ForwardResult<M extends Module> = Received<Awaited<ReturnType<M['forward']>>>;

@@ -7,7 +7,7 @@
  */
 import { RpcTimeoutError } from '@tensorbus/core';
 import { abortError } from '@tensorbus/core/internal';
-import type { CallOptions } from '../agent/call-client.js';
+import type { CallOptions } from '../agent/host.js';
 
 /** The time left of an operation that started at `startedAt` with `timeoutMs` (0 = no limit). */
 export class Budget {

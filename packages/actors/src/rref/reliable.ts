@@ -6,12 +6,13 @@
  * @module
  */
 import { WorkerUnavailableError } from '@tensorbus/core';
-import type { ControlChannel, ControlMessage } from '../agent/control.js';
+import type { ControlMessage } from '../agent/control.js';
 import { CONTROL_ATTEMPTS, CONTROL_TIMEOUT_MS } from './rref-protocol.js';
 
 /** What the sender needs to know about the world. */
 export interface ReliableSender {
-  control: ControlChannel;
+  /** Sends `message` to `worker` over its control subject and resolves with the reply. */
+  request(worker: string, message: ControlMessage, timeoutMs: number): Promise<unknown>;
   /** True when `worker` left or failed. */
   gone(worker: string): boolean;
   /** True once this worker stops. */
@@ -25,7 +26,7 @@ export async function sendReliably(sender: ReliableSender, worker: string, messa
     if (sender.gone(worker)) throw new WorkerUnavailableError(`worker '${worker}' is gone`);
     if (sender.stopped()) throw lastError ?? new WorkerUnavailableError('this worker stopped');
     try {
-      return await sender.control.request(worker, message, CONTROL_TIMEOUT_MS);
+      return await sender.request(worker, message, CONTROL_TIMEOUT_MS);
     } catch (error) {
       lastError = error;
       const code = (error as { code?: string }).code;

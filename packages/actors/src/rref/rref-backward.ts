@@ -6,18 +6,17 @@
  * functions, `tf.grad`), so there is no "local autograd" backward as PyTorch
  * has without a context id: the graph is the one the context recorded, and
  * a context is required — the one given, or the one the calling code runs in.
+ * The owner's side is `tb.rref.backward` in rref-functions.ts.
  * @module
  */
 import { AutogradError, InvalidArgumentError, tf } from '@tensorbus/core';
-import { callScope } from '../agent/call-context.js';
-import type { RpcAgent } from '../agent/rpc-agent.js';
-import type { CallOptions } from '../agent/call-client.js';
-import { remoteFunction } from '../registry/functions.js';
+import type { AgentHost, CallOptions } from '../agent/host.js';
+import { AUTOGRAD } from '../autograd/autograd-key.js';
 import type { RRef } from './rref.js';
-import { entryOf, manager, valueOf } from './rref-functions.js';
+import { BACKWARD_FN } from './rref-protocol.js';
 
 /** The scalar float tensor an RRef's value must be to start a backward pass from. */
-function scalarRoot(value: unknown, rrefId: string): tf.Tensor {
+export function scalarRoot(value: unknown, rrefId: string): tf.Tensor {
   if (!(value instanceof tf.Tensor) || value.isDisposed) {
     throw new InvalidArgumentError(`backward() from RRef ${rrefId}: its value is not a tensor`);
   }
@@ -29,37 +28,20 @@ function scalarRoot(value: unknown, rrefId: string): tf.Tensor {
   return value;
 }
 
-/** Runs the pass on this worker (the owner) from `value`. */
-async function backwardHere(agent: RpcAgent, value: unknown, rrefId: string, contextId: string, retainGraph: boolean): Promise<void> {
-  await agent.distAutograd.backward(contextId, [scalarRoot(value, rrefId)], { retainGraph });
-}
-
-/** The owner's side: the call must carry the context it names (a caller cannot reach into a context it is not in). */
-export const backwardFromValue = remoteFunction('tb.rref.backward', async (rrefId: unknown, contextId: unknown, retainGraph: unknown): Promise<null> => {
-  const scope = callScope.getStore();
-  const agent = scope?.agent as RpcAgent | undefined;
-  if (!agent) throw new AutogradError('AUTOGRAD_CONTEXT_NOT_FOUND', 'rref backward runs only inside calls to an agent');
-  if (typeof contextId !== 'string' || agent.distAutograd.currentContextId() !== contextId) {
-    throw new AutogradError('AUTOGRAD_CONTEXT_NOT_FOUND', `rref backward: this call does not belong to autograd context ${String(contextId).slice(0, 64)} on '${agent.self.name}'`);
-  }
-  const entry = entryOf(manager(), rrefId);
-  await backwardHere(agent, await valueOf(entry), entry.rrefId, contextId, retainGraph === true);
-  return null;
-});
-
 /**
  * The caller's side: picks the context, then runs the pass here when this
  * worker owns the value, or asks the owner (through `onOwner`, which turns an
  * owner's disappearance into RREF_OWNER_LOST).
  */
 export async function rrefBackward(
-  agent: RpcAgent,
+  host: AgentHost,
   rref: RRef<unknown>,
   contextId: string | undefined,
   retainGraph: boolean,
   onOwner: (call: (rest: CallOptions) => Promise<unknown>) => Promise<unknown>,
 ): Promise<void> {
-  const current = agent.distAutograd.currentContextId();
+  const autograd = host.plugin(AUTOGRAD);
+  const current = autograd.currentContextId();
   const id = contextId ?? current;
   if (id === undefined) {
     throw new AutogradError(
@@ -72,10 +54,10 @@ export async function rrefBackward(
     throw new AutogradError('AUTOGRAD_CONTEXT_NOT_FOUND', `rref.backward(${id}) must run inside that context's callback (the running code is in ${current ?? 'no context'})`);
   }
   if (rref.isOwner()) {
-    await backwardHere(agent, await rref.toHere(), rref.rrefId, id, retainGraph);
+    await autograd.backward(id, [scalarRoot(await rref.toHere(), rref.rrefId)], { retainGraph });
     return;
   }
   const owner = rref.ownerName();
   // The call carries the context (it is made inside it): the owner's part of the context runs the pass.
-  await onOwner((rest) => agent.calls.call(owner, backwardFromValue.remoteName, [rref.rrefId, id, retainGraph], agent.meta(owner), rest));
+  await onOwner((rest) => host.call(owner, BACKWARD_FN, [rref.rrefId, id, retainGraph], rest));
 }

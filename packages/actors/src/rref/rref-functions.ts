@@ -5,8 +5,9 @@
  * RRef id fails at once and leaves nothing behind.
  * @module
  */
-import { RRefError, type tf } from '@tensorbus/core';
-import { callScope } from '../agent/call-context.js';
+import { AutogradError, RRefError, type tf } from '@tensorbus/core';
+import { servingPlugin } from '../agent/host.js';
+import { AUTOGRAD } from '../autograd/autograd-key.js';
 import { collectTensors } from '../agent/call-tensors.js';
 import { forEachTensor } from '../tensors.js';
 import { accountableName, isWireId } from '../peer-limits.js';
@@ -15,14 +16,14 @@ import { adoptTensors } from './held-tensors.js';
 import type { OwnerEntry } from './owner-table.js';
 import { remoteMethodOf } from './remote-methods.js';
 import type { RRefManager } from './rref-manager.js';
+import { RREFS } from './rref-key.js';
 import { creationFailed } from './rref.js';
-import type { CreateSpec } from './rref-protocol.js';
+import { BACKWARD_FN, CALL_FN, CREATE_FN, FETCH_FN, type CreateSpec } from './rref-protocol.js';
+import { scalarRoot } from './rref-backward.js';
 
-/** The RRef manager of the agent serving the current call. */
-export function manager(): RRefManager {
-  const agent = callScope.getStore()?.agent as { rrefs?: RRefManager } | undefined;
-  if (!agent?.rrefs) throw new RRefError('RREF_OWNER_LOST', 'RRef functions run only inside calls to an agent');
-  return agent.rrefs;
+/** The RRef manager of the worker serving the current call. */
+function manager(): RRefManager {
+  return servingPlugin(RREFS, 'an RRef protocol function').plugin;
 }
 
 /** The entry of `rrefId`, now: a reference is used only once its owner confirmed it, so a missing entry is gone (or never was). */
@@ -50,9 +51,8 @@ function checkSpec(spec: unknown): asserts spec is CreateSpec {
 }
 
 /** Makes the value of a new RRef on this worker (its owner) [remote()]. */
-export const createValue = remoteFunction('tb.rref.create', async (rrefId: string, forkId: string | null, spec: CreateSpec): Promise<null> => {
-  const rrefs = manager();
-  const scope = callScope.getStore()!;
+export const createValue = remoteFunction(CREATE_FN, async (rrefId: string, forkId: string | null, spec: CreateSpec): Promise<null> => {
+  const { plugin: rrefs, scope } = servingPlugin(RREFS, 'an RRef protocol function');
   checkSpec(spec);
   // A missing target fails before anything is kept for the new value.
   const target = 'target' in spec ? entryOf(rrefs, spec.target) : undefined;
@@ -96,10 +96,10 @@ function construct(invoke: (args: unknown[]) => unknown, args: unknown[]): unkno
 }
 
 /** A copy of the value, for a user's `toHere()`. */
-export const fetchValue = remoteFunction('tb.rref.fetch', async (rrefId: string) => valueOf(entryOf(manager(), rrefId)));
+export const fetchValue = remoteFunction(FETCH_FN, async (rrefId: string) => valueOf(entryOf(manager(), rrefId)));
 
 /** Runs a method of the value, for a user's proxies. */
-export const callValueMethod = remoteFunction('tb.rref.call', async (rrefId: string, method: string, args: unknown[]) => {
+export const callValueMethod = remoteFunction(CALL_FN, async (rrefId: string, method: string, args: unknown[]) => {
   const rrefs = manager();
   const entry = entryOf(rrefs, rrefId);
   if (!Array.isArray(args)) throw new RRefError('RREF_OWNER_LOST', 'malformed RRef method call');
@@ -121,3 +121,14 @@ describeCalls(createValue, (args) => {
   return `${isRegisteredClass(String(spec?.fn)) ? 'constructor' : 'function'} ${shown(spec?.fn)} (for remote())`;
 });
 describeCalls(callValueMethod, (args) => `method ${shown(args[1])} of an RRef`);
+
+/** The owner's side of `rref.backward()`: the call must carry the context it names (a caller cannot reach into a context it is not in). */
+export const backwardFromValue = remoteFunction(BACKWARD_FN, async (rrefId: unknown, contextId: unknown, retainGraph: unknown): Promise<null> => {
+  const { plugin: autograd, scope } = servingPlugin(AUTOGRAD, 'rref backward');
+  if (typeof contextId !== 'string' || autograd.currentContextId() !== contextId) {
+    throw new AutogradError('AUTOGRAD_CONTEXT_NOT_FOUND', `rref backward: this call does not belong to autograd context ${String(contextId).slice(0, 64)} on '${scope.host.name}'`);
+  }
+  const entry = entryOf(manager(), rrefId);
+  await autograd.backward(contextId, [scalarRoot(await valueOf(entry), entry.rrefId)], { retainGraph: retainGraph === true });
+  return null;
+});

@@ -8,21 +8,19 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { RRefError, WorkerUnavailableError, type TensorbusError } from '@tensorbus/core';
+import { RRefError, SerializationError, WorkerUnavailableError, type TensorbusError } from '@tensorbus/core';
 import { errorFromWire, errorToWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
-import type { CallOptions, WireContext } from '../agent/call-client.js';
 import type { CallerIdentity } from '../agent/call-context.js';
 import type { ControlMessage } from '../agent/control.js';
-import type { RpcAgent } from '../agent/rpc-agent.js';
+import type { AgentHost, CallOptions, PluginLifecycle, WireContext } from '../agent/host.js';
 import type { WorkerInfo } from '../worker-info.js';
 import { accountableName, isCurrentMember, isWireId, leaseTimer, PeerCounter } from '../peer-limits.js';
 import { markOpaque } from './held-tensors.js';
 import { OwnerTable, type OwnerEntry } from './owner-table.js';
-import { sendReliably } from './reliable.js';
-import { CHILD_ACCEPT, DELETE, FORK, type CreateSpec, type RRefWire } from './rref-protocol.js';
+import { sendReliably, type ReliableSender } from './reliable.js';
+import { CALL_FN, CHILD_ACCEPT, CREATE_FN, DELETE, FETCH_FN, FORK, type CreateSpec, type RRefWire } from './rref-protocol.js';
 import { creationFailed, RRef, type HandleState, type RRefHost, type UserState } from './rref.js';
 import { Budget } from './bounded-wait.js';
-import { createValue, fetchValue, callValueMethod } from './rref-functions.js';
 import { rrefBackward } from './rref-backward.js';
 
 /** Counts of `agent.rrefStats()`. */
@@ -47,7 +45,7 @@ const OWED_PER_OWNER = 10_000;
 type Held = { kind: 'user'; forkId: string; flag: HandleState } | { kind: 'owner'; entry: OwnerEntry; flag: HandleState };
 
 /** The RRef side of one agent. */
-export class RRefManager implements RRefHost {
+export class RRefManager implements RRefHost, PluginLifecycle {
   readonly owners: OwnerTable;
   private readonly users = new Map<string, UserState>();
   private readonly prefix = `${randomBytes(4).toString('hex')}`;
@@ -66,27 +64,47 @@ export class RRefManager implements RRefHost {
   /** Entries awaiting their creation (see OwnerEntry.awaitingCreation) -> their expiry timers. */
   private readonly awaited = new Map<OwnerEntry, NodeJS.Timeout>();
 
-  constructor(readonly agent: RpcAgent) {
-    this.owners = new OwnerTable(agent.membership.name, () => agent.options.peerLimits);
-    // A value referencing the agent must not make everything the agent holds look like its own.
-    markOpaque(agent);
+  /** Acknowledged control messages to owners and parents (reliable.ts). */
+  private readonly sender: ReliableSender;
+
+  /** Installed by the RRef plugin (plugin.ts). */
+  constructor(private readonly host: AgentHost) {
+    this.owners = new OwnerTable(host.name, () => host.options.peerLimits);
+    // A value referencing the worker must not make everything it holds look like its own.
+    markOpaque(host);
     markOpaque(this);
-    const control = agent.control;
-    control.on(FORK, (m, sender) => this.onFork(m, sender));
-    control.on(CHILD_ACCEPT, (m) => this.onChildAccept(m));
-    control.on(DELETE, (m) => this.onDelete(m));
+    host.onControl(FORK, (m, sender) => this.onFork(m, sender));
+    host.onControl(CHILD_ACCEPT, (m) => this.onChildAccept(m));
+    host.onControl(DELETE, (m) => this.onDelete(m));
     // Calls wait for their RRef arguments to be usable, and let go of the RRefs they carried when they settle.
-    agent.server.references = {
-      ready: (received) => this.argumentsReady(received, agent.options.rpcTimeoutMs),
-      settled: (received, sent) => this.releaseCallRefs([...received, ...sent]),
+    host.serveReferences({
+      ready: (received) => this.argumentsReady(received, host.options.rpcTimeoutMs),
+      settled: (references) => this.releaseCallRefs(references),
+    });
+    this.sender = {
+      request: (worker, message, timeoutMs) => host.requestControl(worker, message, timeoutMs),
+      gone: (worker) => host.members.departure(worker) !== undefined,
+      stopped: () => !host.running,
     };
-    agent.membership.gone$.subscribe(({ name }) => this.onWorkerGone(name));
-    agent.membership.membership$.subscribe((members) => this.onMembers(members));
-    this.leaseTimer = leaseTimer(agent.options.peerLimits.leaseMs, () => this.expireLeases());
+    host.members.gone$.subscribe(({ name }) => this.onWorkerGone(name));
+    host.members.membership$.subscribe((members) => this.onMembers(members));
+    this.leaseTimer = leaseTimer(host.options.peerLimits.leaseMs, () => this.expireLeases());
   }
 
   get selfName(): string {
-    return this.agent.membership.name;
+    return this.host.name;
+  }
+
+  // ---- lifecycle (see PluginLifecycle in host.ts) ----
+
+  /** Graceful shutdown lets go of every user fork held here first. */
+  beforeLeave(timeoutMs: number): Promise<void> {
+    return this.releaseAll(Math.min(timeoutMs || 5_000, 5_000));
+  }
+
+  /** After shutdown: forgets everything. */
+  stopped(): void {
+    this.clear();
   }
 
   /** Counts of owned values, held forks and pending forks. */
@@ -102,7 +120,7 @@ export class RRefManager implements RRefHost {
   }
 
   workerInfo(name: string): WorkerInfo {
-    return this.agent.membership.get(name) ?? { name, id: -1 };
+    return this.host.members.get(name) ?? { name, id: -1 };
   }
 
   // ---- making RRefs ----------------------------------------------------------
@@ -122,12 +140,11 @@ export class RRefManager implements RRefHost {
       const entry = this.owners.open(rrefId);
       const rref = this.ownerHandle<T>(entry);
       // The entry carries a failure (here or on the way) to the next use.
-      this.agent.calls.call(to, createValue.remoteName, [rrefId, null, spec], this.agent.meta(to), options).catch((error: unknown) => entry.settle(undefined, error));
+      this.host.call(to, CREATE_FN, [rrefId, null, spec], options).catch((error: unknown) => entry.settle(undefined, error));
       return rref;
     }
     const state = this.newUser(rrefId, to, this.newId());
-    const meta = this.agent.meta(to);
-    const send = (callOptions: CallOptions) => this.agent.calls.call(to, createValue.remoteName, [rrefId, state.forkId, spec], meta, callOptions);
+    const send = (callOptions: CallOptions) => this.host.call(to, CREATE_FN, [rrefId, state.forkId, spec], callOptions);
     let created: Promise<unknown>;
     if (after === undefined) created = send(options);
     else {
@@ -186,7 +203,7 @@ export class RRefManager implements RRefHost {
 
   /** The budget of an operation with `options` (the agent's default timeout when none is given). */
   private budget(options: CallOptions): Budget {
-    return Budget.of(options, this.agent.options.rpcTimeoutMs);
+    return Budget.of(options, this.host.options.rpcTimeoutMs);
   }
 
   async waitReady(rref: RRef<unknown>, options: CallOptions): Promise<void> {
@@ -212,15 +229,15 @@ export class RRefManager implements RRefHost {
   // ---- using RRefs -----------------------------------------------------------
 
   async fetch(rref: RRef<unknown>, options: CallOptions): Promise<unknown> {
-    return this.onOwner(rref, options, (rest) => this.agent.calls.call(rref.ownerName(), fetchValue.remoteName, [rref.rrefId], this.agent.meta(rref.ownerName()), rest));
+    return this.onOwner(rref, options, (rest) => this.host.call(rref.ownerName(), FETCH_FN, [rref.rrefId], rest));
   }
 
   async callMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): Promise<unknown> {
-    return this.onOwner(rref, options, (rest) => this.agent.calls.call(rref.ownerName(), callValueMethod.remoteName, [rref.rrefId, method, args], this.agent.meta(rref.ownerName()), rest));
+    return this.onOwner(rref, options, (rest) => this.host.call(rref.ownerName(), CALL_FN, [rref.rrefId, method, args], rest));
   }
 
   backward(rref: RRef<unknown>, contextId: string | undefined, retainGraph: boolean): Promise<void> {
-    return rrefBackward(this.agent, rref, contextId, retainGraph, (call) => this.onOwner(rref, {}, call));
+    return rrefBackward(this.host, rref, contextId, retainGraph, (call) => this.onOwner(rref, {}, call));
   }
 
   remoteMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): RRef<unknown> {
@@ -239,7 +256,7 @@ export class RRefManager implements RRefHost {
    * within one timeout, turning the owner's disappearance into RREF_OWNER_LOST.
    */
   private async onOwner(rref: RRef<unknown>, options: CallOptions, call: (rest: CallOptions) => Promise<unknown>): Promise<unknown> {
-    this.agent.checkRunning();
+    this.host.checkRunning();
     rref.checkUsable();
     let rest = options;
     // Nothing is sent before the RRef is usable: a use that timed out while waiting must not run later.
@@ -289,7 +306,7 @@ export class RRefManager implements RRefHost {
    */
   releaseCallRefs(refs: unknown[]): void {
     for (const rref of refs) {
-      if (!(rref instanceof RRef) || rref.host !== this || rref.handle.kept) continue;
+      if (!(rref instanceof RRef) || rref.manager !== this || rref.handle.kept) continue;
       void this.release(rref as RRef<unknown>).catch(() => undefined);
     }
   }
@@ -303,7 +320,7 @@ export class RRefManager implements RRefHost {
   async argumentsReady(refs: unknown[], timeoutMs: number): Promise<void> {
     const waits: Array<Promise<unknown>> = [];
     for (const rref of refs) {
-      if (!(rref instanceof RRef) || rref.host !== this) continue;
+      if (!(rref instanceof RRef) || rref.manager !== this) continue;
       if (rref.entry && !rref.entry.created) waits.push(rref.entry.ready);
       else if (rref.user && !rref.user.confirmed && rref.user.failure === undefined) waits.push(rref.user.confirmation);
     }
@@ -329,10 +346,10 @@ export class RRefManager implements RRefHost {
 
   /** G2: waits for the children of `state`, then tells the owner this fork is gone (G1). */
   private async sendDelete(state: UserState): Promise<void> {
-    while (state.pendingChildren.size > 0 && !this.stopped()) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (state.pendingChildren.size > 0 && !!this.host.running) await new Promise((resolve) => setTimeout(resolve, 10));
     try {
       if (this.gone(state.owner)) this.owe(state.owner, state.rrefId, state.forkId);
-      else await sendReliably(this, state.owner, { k: DELETE, rrefId: state.rrefId, forkId: state.forkId });
+      else await sendReliably(this.sender, state.owner, { k: DELETE, rrefId: state.rrefId, forkId: state.forkId });
     } catch (error) {
       if (this.gone(state.owner)) this.owe(state.owner, state.rrefId, state.forkId);
       throw error;
@@ -387,15 +404,15 @@ export class RRefManager implements RRefHost {
   /** Decodes an RRef that arrived; starts confirming its fork. */
   read(wire: RRefWire): RRef<unknown> {
     if (!wire || typeof wire.o !== 'string' || typeof wire.r !== 'string' || typeof wire.p !== 'string' || (wire.f !== null && typeof wire.f !== 'string')) {
-      throw new RRefError('RREF_OWNER_LOST', 'malformed RRef on the wire');
+      throw new SerializationError('malformed RRef on the wire');
     }
     if (wire.o === this.selfName) return this.readOwn(wire);
     const forkId = wire.f ?? this.newId();
     const existing = this.users.get(forkId);
     if (existing) return this.userHandle(existing);
-    if (!isWireId(wire.r) || !isWireId(forkId) || !isWireId(wire.o) || !isWireId(wire.p)) throw new RRefError('RREF_OWNER_LOST', 'malformed RRef on the wire');
+    if (!isWireId(wire.r) || !isWireId(forkId) || !isWireId(wire.o) || !isWireId(wire.p)) throw new SerializationError('malformed RRef on the wire');
     // Each arriving RRef makes state here and messages to its owner: bounded per owner named.
-    const limit = this.agent.options.peerLimits.rrefsPerPeer;
+    const limit = this.host.options.peerLimits.rrefsPerPeer;
     if (this.usersPerOwner.get(wire.o) >= limit) {
       // Refused one by one (the rest of the message still decodes): it arrives failed, and its owner and parent drop it.
       this.refuseFork(wire);
@@ -405,7 +422,7 @@ export class RRefManager implements RRefHost {
     }
     const state = this.newUser(wire.r, wire.o, forkId);
     const acknowledged = this.sendFork(wire, forkId).then(() => {
-      if (wire.p !== wire.o && wire.f) void sendReliably(this, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId }).catch(() => undefined);
+      if (wire.p !== wire.o && wire.f) void sendReliably(this.sender, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId }).catch(() => undefined);
     });
     this.confirmWhen(state, acknowledged, false);
     return this.userHandle(state);
@@ -420,9 +437,9 @@ export class RRefManager implements RRefHost {
   private async sendFork(wire: RRefWire, forkId: string): Promise<void> {
     const deadline = Date.now() + FORK_WAIT_MS;
     for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
-      const reply = (await sendReliably(this, wire.o, { k: FORK, rrefId: wire.r, forkId, holder: this.selfName, parent: wire.p })) as { error?: WireError; unknown?: boolean } | undefined;
+      const reply = (await sendReliably(this.sender, wire.o, { k: FORK, rrefId: wire.r, forkId, holder: this.selfName, parent: wire.p })) as { error?: WireError; unknown?: boolean } | undefined;
       if (!reply?.error) return;
-      if (!reply.unknown || Date.now() + pause > deadline || this.stopped()) throw errorFromWire(reply.error);
+      if (!reply.unknown || Date.now() + pause > deadline || !this.host.running) throw errorFromWire(reply.error);
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
@@ -434,8 +451,8 @@ export class RRefManager implements RRefHost {
    */
   private refuseFork(wire: RRefWire): void {
     if (!wire.f) return;
-    if (isCurrentMember(this.agent, wire.o)) void sendReliably(this, wire.o, { k: DELETE, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
-    if (wire.p !== wire.o && isCurrentMember(this.agent, wire.p)) void sendReliably(this, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
+    if (isCurrentMember(this.host, wire.o)) void sendReliably(this.sender, wire.o, { k: DELETE, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
+    if (wire.p !== wire.o && isCurrentMember(this.host, wire.p)) void sendReliably(this.sender, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
   }
 
   /** An RRef to a value of ours came back: an owner handle, and the fork it was is settled. */
@@ -444,7 +461,7 @@ export class RRefManager implements RRefHost {
     const rref = this.ownerHandle(entry);
     if (wire.f) {
       if (wire.p === this.selfName) this.owners.deleteFork(wire.r, wire.f);
-      else void sendReliably(this, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
+      else void sendReliably(this.sender, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
     }
     return rref;
   }
@@ -458,7 +475,7 @@ export class RRefManager implements RRefHost {
    */
   private awaitCreation(wire: RRefWire): OwnerEntry {
     const dropped = () => new RRefError('RREF_OWNER_LOST', `RRef ${String(wire.r).slice(0, 64)} came back to its owner '${this.selfName}', which holds no such value (dropped, or never made)`);
-    if (!wire.f || !isWireId(wire.r) || !isWireId(wire.f) || this.awaited.size >= AWAITED_MAX || this.stopped()) throw dropped();
+    if (!wire.f || !isWireId(wire.r) || !isWireId(wire.f) || this.awaited.size >= AWAITED_MAX || !this.host.running) throw dropped();
     const entry = this.owners.open(wire.r);
     entry.awaitingCreation = true;
     const timer = setTimeout(() => {
@@ -562,16 +579,16 @@ export class RRefManager implements RRefHost {
       this.owed.delete(name);
       for (const key of set) {
         const bar = key.lastIndexOf('|');
-        void sendReliably(this, name, { k: DELETE, rrefId: key.slice(0, bar), forkId: key.slice(bar + 1) }).catch(() => undefined);
+        void sendReliably(this.sender, name, { k: DELETE, rrefId: key.slice(0, bar), forkId: key.slice(bar + 1) }).catch(() => undefined);
       }
     }
   }
 
   /** Forks held by callers that are not current members expire once their value sat unused for `leaseMs`. */
   private expireLeases(): void {
-    const { leaseMs } = this.agent.options.peerLimits;
+    const { leaseMs } = this.host.options.peerLimits;
     const now = Date.now();
-    this.owners.dropHolders((holder, entry) => now - entry.lastUsed > leaseMs && !isCurrentMember(this.agent, holder));
+    this.owners.dropHolders((holder, entry) => now - entry.lastUsed > leaseMs && !isCurrentMember(this.host, holder));
   }
 
   private tombstone(key: string): void {
@@ -579,16 +596,8 @@ export class RRefManager implements RRefHost {
     if (this.tombstones.size > 10_000) this.tombstones.delete(this.tombstones.values().next().value as string);
   }
 
-  gone(worker: string): boolean {
-    return this.agent.membership.departure(worker) !== undefined;
-  }
-
-  stopped(): boolean {
-    return !this.agent.running;
-  }
-
-  get control() {
-    return this.agent.control;
+  private gone(worker: string): boolean {
+    return this.host.members.departure(worker) !== undefined;
   }
 }
 

@@ -12,13 +12,29 @@
  *   tb.rref.create(rrefId, forkId | null, spec)  runs the spec on the owner, keeps the value
  *   tb.rref.fetch(rrefId)                         a copy of the value            [to_here]
  *   tb.rref.call(rrefId, method, args)            runs a method of the value     [rpc_sync().m()]
+ *   tb.rref.backward(rrefId, contextId, retain)   a backward pass from the value [RRef.backward]
  * @module
  */
 
-/** Control message kinds. */
+/** Control kind: a holder announces its fork to the owner. */
 export const FORK = 'rref.fork';
+/** Control kind: the owner confirmed a child fork (to its parent). */
 export const CHILD_ACCEPT = 'rref.child';
+/** Control kind: a user fork is gone. */
 export const DELETE = 'rref.delete';
+/** The control kinds the RRef plugin declares. */
+export const RREF_CONTROL_KINDS = [FORK, CHILD_ACCEPT, DELETE] as const;
+
+/** Owner-side function: make the value [remote()]. */
+export const CREATE_FN = 'tb.rref.create';
+/** Owner-side function: a copy of the value [to_here()]. */
+export const FETCH_FN = 'tb.rref.fetch';
+/** Owner-side function: run a method of the value. */
+export const CALL_FN = 'tb.rref.call';
+/** Owner-side function: a backward pass from the value. */
+export const BACKWARD_FN = 'tb.rref.backward';
+/** The remote functions the RRef plugin declares. */
+export const RREF_FUNCTIONS = [CREATE_FN, FETCH_FN, CALL_FN, BACKWARD_FN] as const;
 
 /** Codec extension tag of an RRef. */
 export const RREF_EXTENSION_TYPE = 16;

@@ -5,10 +5,11 @@
  * @module
  */
 import { RpcFuture, RRefError, type TensorbusError } from '@tensorbus/core';
-import type { CallOptions } from '../agent/call-client.js';
-import type { Received } from '../received.js';
+import type { CallOptions, WireContext } from '../agent/host.js';
+import { ARRIVES_AS_ITSELF, type ArrivesAsItself, type Received } from '../received.js';
 import type { WorkerInfo } from '../worker-info.js';
 import type { OwnerEntry } from './owner-table.js';
+import type { RRefWire } from './rref-protocol.js';
 
 /** The async version of T's methods (what `rref.rpcSync()` exposes), resolving to what their results arrive as. */
 export type SyncProxy<T> = {
@@ -63,6 +64,8 @@ export interface RRefHost {
   /** Resolves once an owner handle's value exists, within the options' timeout; rejects with its creation failure. */
   waitReady(rref: RRef<unknown>, options: CallOptions): Promise<void>;
   backward(rref: RRef<unknown>, contextId: string | undefined, retainGraph: boolean): Promise<void>;
+  /** Encodes `rref` for the message `context` describes, registering the fork it becomes. */
+  write(rref: RRef<unknown>, context: WireContext | undefined): RRefWire;
 }
 
 const NOT_METHODS = new Set<PropertyKey>(['then', 'catch', 'finally', 'toJSON', 'constructor']);
@@ -92,10 +95,13 @@ function proxy<P>(make: (method: string) => (...args: unknown[]) => unknown): P 
  * const n = await counter.rpcSync().inc(1);   // 6
  * ```
  */
-export class RRef<T = unknown> {
+export class RRef<T = unknown> implements ArrivesAsItself {
+  /** An RRef arrives as an RRef (see `Received`). */
+  readonly [ARRIVES_AS_ITSELF] = true as const;
+
   /** @internal */
   constructor(
-    /** @internal */ readonly host: RRefHost,
+    /** @internal */ readonly manager: RRefHost,
     /** @internal */ readonly rrefId: string,
     private readonly ownerWorker: string,
     /** @internal */ readonly user: UserState | undefined,
@@ -107,7 +113,7 @@ export class RRef<T = unknown> {
 
   /** The owner worker [RRef.owner()]. */
   owner(): WorkerInfo {
-    return this.host.workerInfo(this.ownerWorker);
+    return this.manager.workerInfo(this.ownerWorker);
   }
 
   /** The owner's name [RRef.owner_name()]. */
@@ -147,10 +153,10 @@ export class RRef<T = unknown> {
   async toHere(options: CallOptions = {}): Promise<Received<T>> {
     this.checkUsable();
     if (this.entry) {
-      await this.host.waitReady(this as RRef<unknown>, options);
+      await this.manager.waitReady(this as RRef<unknown>, options);
       return this.entry.value as Received<T>;
     }
-    return this.host.fetch(this as RRef<unknown>, options) as Promise<Received<T>>;
+    return this.manager.fetch(this as RRef<unknown>, options) as Promise<Received<T>>;
   }
 
   /**
@@ -158,17 +164,17 @@ export class RRef<T = unknown> {
    * [RRef.rpc_sync()]. A released or failed RRef rejects at the call.
    */
   rpcSync(options: CallOptions = {}): SyncProxy<T> {
-    return proxy<SyncProxy<T>>((method) => (...args) => this.host.callMethod(this as RRef<unknown>, method, args, options));
+    return proxy<SyncProxy<T>>((method) => (...args) => this.manager.callMethod(this as RRef<unknown>, method, args, options));
   }
 
   /** Runs the value's methods on the owner, returning futures [RRef.rpc_async()]. */
   rpcAsync(options: CallOptions = {}): AsyncProxy<T> {
-    return proxy<AsyncProxy<T>>((method) => (...args) => new RpcFuture(this.host.callMethod(this as RRef<unknown>, method, args, options)));
+    return proxy<AsyncProxy<T>>((method) => (...args) => new RpcFuture(this.manager.callMethod(this as RRef<unknown>, method, args, options)));
   }
 
   /** Runs the value's methods on the owner, keeping their results there [RRef.remote()]. */
   remote(options: CallOptions = {}): RemoteProxy<T> {
-    return proxy<RemoteProxy<T>>((method) => (...args) => this.host.remoteMethod(this as RRef<unknown>, method, args, options));
+    return proxy<RemoteProxy<T>>((method) => (...args) => this.manager.remoteMethod(this as RRef<unknown>, method, args, options));
   }
 
   /**
@@ -204,7 +210,7 @@ export class RRef<T = unknown> {
    */
   fork(): RRef<T> {
     this.checkUsable();
-    return this.host.fork(this as RRef<unknown>) as RRef<T>;
+    return this.manager.fork(this as RRef<unknown>) as RRef<T>;
   }
 
   /** True once `keep()` was called on this handle, or it was made by `fork()`. */
@@ -233,12 +239,12 @@ export class RRef<T = unknown> {
    * ```
    */
   backward(contextId?: string, retainGraph = false): Promise<void> {
-    return this.host.backward(this as RRef<unknown>, contextId, retainGraph);
+    return this.manager.backward(this as RRef<unknown>, contextId, retainGraph);
   }
 
   /** Drops this reference; the owner drops the value once no reference is left. Idempotent. */
   release(): Promise<void> {
-    return this.host.release(this as RRef<unknown>);
+    return this.manager.release(this as RRef<unknown>);
   }
 
   /** `await using r = agent.remote(...)` releases `r` at the end of the block. */

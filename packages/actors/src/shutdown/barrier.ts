@@ -2,7 +2,7 @@
  * Graceful shutdown [shutdown(graceful=True)], without PyTorch's hangs.
  *
  * Static group: every worker that calls shutdown polls the others' status
- * (`sdstatus` on their control subjects). The group is quiescent when every
+ * (SHUTDOWN_STATUS on their control subjects). The group is quiescent when every
  * live worker has asked to shut down, none has calls running or pending, and
  * for every pair of live workers the calls one sent equal the calls the other
  * received; two identical quiescent rounds in a row end the barrier (a message
@@ -19,7 +19,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RpcTimeoutError } from '@tensorbus/core';
-import type { ControlChannel, ControlMessage } from '../agent/control.js';
+import type { ControlMessage } from '../agent/control.js';
+import { SHUTDOWN_STATUS } from './shutdown-protocol.js';
 import { isCount, isWorkerName } from '../agent/wire-checks.js';
 
 const NONCE_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -39,7 +40,8 @@ export interface ShutdownStatus {
 /** The parts of an agent the barrier needs. */
 export interface BarrierParticipant {
   name: string;
-  control: ControlChannel;
+  /** Asks `worker` over its control subject and resolves with the decoded reply. */
+  request(worker: string, message: ControlMessage, timeoutMs: number): Promise<unknown>;
   status(): ShutdownStatus;
   /** Names of the live members of the group now. */
   liveMembers(): string[];
@@ -62,7 +64,7 @@ interface SignedStatus {
 const statusText = (asker: string, answerer: string, nonce: string, json: string): string =>
   `tensorbus sdstatus\0${asker}\0${answerer}\0${nonce}\0${json}`;
 
-/** The answer to an `sdstatus` request `request`: `status` signed over the asker's nonce; undefined (no answer) for a malformed request. */
+/** The answer to a SHUTDOWN_STATUS request `request`: `status` signed over the asker's nonce; undefined (no answer) for a malformed request. */
 export function signStatus(signer: StatusSigner, request: ControlMessage, status: ShutdownStatus): SignedStatus | undefined {
   if (!isWorkerName(request.from) || typeof request.c !== 'string' || !NONCE_PATTERN.test(request.c)) return undefined;
   const s = JSON.stringify(status);
@@ -114,7 +116,7 @@ async function poll(self: BarrierParticipant, timeoutMs: number): Promise<Map<st
       if (name === self.name) return self.status();
       try {
         const nonce = randomBytes(12).toString('base64url');
-        const reply = await self.control.request(name, { k: 'sdstatus', from: self.name, c: nonce }, timeoutMs);
+        const reply = await self.request(name, { k: SHUTDOWN_STATUS, from: self.name, c: nonce }, timeoutMs);
         return openStatus(self, name, nonce, reply);
       } catch {
         return undefined;

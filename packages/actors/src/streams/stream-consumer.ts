@@ -6,12 +6,10 @@
  */
 import { defaultCodec, SerializationError, WorkerUnavailableError, type Transport } from '@tensorbus/core';
 import { errorFromWire, type WireError } from '@tensorbus/core/internal';
-import type { CallMeta } from '../agent/call-context.js';
-import type { CallClient, CallOptions } from '../agent/call-client.js';
+import type { AgentHost, CallOptions } from '../agent/host.js';
 import { MAX_STREAM_CREDIT } from '../agent/call-protocol.js';
-import type { ControlChannel } from '../agent/control.js';
 import { RpcStream, type StreamChannel, type StreamSink } from './rpc-stream.js';
-import { DEFAULT_STREAM_CREDIT, END, FAIL, ITEM } from './stream-protocol.js';
+import { DEFAULT_STREAM_CREDIT, END, FAIL, ITEM, STREAM_CANCEL, STREAM_CREDIT } from './stream-protocol.js';
 import { streamSubject } from '../agent/subjects.js';
 
 /** Options of `rpcStream`. */
@@ -25,24 +23,24 @@ export class StreamConsumers {
   private nextId = 0;
   private readonly byProducer = new Map<string, Set<(error: Error) => void>>();
 
-  constructor(
-    private readonly transport: Transport,
-    private readonly self: string,
-    private readonly agent: unknown,
-    private readonly calls: CallClient,
-    private readonly control: ControlChannel,
-  ) {}
+  private readonly transport: Transport;
+  private readonly self: string;
+
+  constructor(private readonly host: AgentHost) {
+    this.transport = host.transport;
+    this.self = host.name;
+  }
 
   /** A cold stream of the items `fn(args)` yields on `to`. */
-  open<T>(to: string, fn: string, args: unknown[], meta: () => CallMeta, options: StreamOptions = {}): RpcStream<T> {
-    return new RpcStream<T>((sink) => this.openChannel(to, fn, args, meta, options, sink));
+  open<T>(to: string, fn: string, args: unknown[], options: StreamOptions = {}): RpcStream<T> {
+    return new RpcStream<T>((sink) => this.openChannel(to, fn, args, options, sink));
   }
 
   /**
    * Opens one stream: items go to `sink`; credit goes back to the producer
    * only as the consumer reports items finished through the returned channel.
    */
-  private openChannel<T>(to: string, fn: string, args: unknown[], meta: () => CallMeta, options: StreamOptions, sink: StreamSink<T>): StreamChannel {
+  private openChannel<T>(to: string, fn: string, args: unknown[], options: StreamOptions, sink: StreamSink<T>): StreamChannel {
     const id = ++this.nextId;
     const credit = Math.min(MAX_STREAM_CREDIT, Math.max(1, Math.floor(options.credit ?? DEFAULT_STREAM_CREDIT)));
     const subject = streamSubject(this.self, id);
@@ -66,10 +64,10 @@ export class StreamConsumers {
       if (finished) return;
       let frame: unknown[];
       try {
-        frame = defaultCodec.decode(message.data, { agent: this.agent, peer: to }) as unknown[];
+        frame = defaultCodec.decode(message.data, { host: this.host, peer: to }) as unknown[];
         if (!Array.isArray(frame) || frame[1] !== expected) throw new SerializationError(`stream item ${expected} was lost or reordered`);
       } catch (error) {
-        this.control.send(to, { k: 'scancel', caller: this.self, id });
+        this.host.sendControl(to, { k: STREAM_CANCEL, caller: this.self, id });
         fail(error instanceof Error ? error : new SerializationError(String(error)));
         return;
       }
@@ -87,14 +85,14 @@ export class StreamConsumers {
     // request may travel another way (a direct route) and overtake it.
     this.transport
       .flush()
-      .then(() => (finished ? undefined : this.calls.openStream(to, fn, args, meta(), { id, subject, credit }, options)))
+      .then(() => (finished ? undefined : this.host.openStream(to, fn, args, { id, subject, credit }, options)))
       .catch((error: Error) => fail(error));
     return {
       // Credit goes back in batches of half the window: one control message per credit/2 items.
       consumed: (n: number) => {
         consumed += n;
         if (consumed >= Math.ceil(credit / 2) && !finished) {
-          this.control.send(to, { k: 'scredit', caller: this.self, id, n: consumed });
+          this.host.sendControl(to, { k: STREAM_CREDIT, caller: this.self, id, n: consumed });
           consumed = 0;
         }
       },
@@ -102,7 +100,7 @@ export class StreamConsumers {
         if (finished) return;
         finish();
         try {
-          this.control.send(to, { k: 'scancel', caller: this.self, id });
+          this.host.sendControl(to, { k: STREAM_CANCEL, caller: this.self, id });
         } catch {
           // The bus is closed: the producer stops when it sees this worker gone.
         }

@@ -7,10 +7,11 @@ import { isObservable, type Observable, type Subscription } from 'rxjs';
 import { defaultCodec, SerializationError, type Transport } from '@tensorbus/core';
 import { errorToWire, remoteErrorFrom } from '@tensorbus/core/internal';
 import { disposeTransient } from '../tensors.js';
-import { callScope, type CallerIdentity } from '../agent/call-context.js';
+import type { CallerIdentity } from '../agent/call-context.js';
+import { callScope, type AgentHost } from '../agent/host.js';
 import { MAX_STREAM_CREDIT, type CallRequest } from '../agent/call-protocol.js';
-import type { ControlChannel, ControlMessage } from '../agent/control.js';
-import { END, FAIL, ITEM, MAX_OBSERVABLE_BUFFER, streamKey } from './stream-protocol.js';
+import type { ControlMessage } from '../agent/control.js';
+import { END, FAIL, ITEM, MAX_OBSERVABLE_BUFFER, STREAM_CANCEL, STREAM_CREDIT, streamKey } from './stream-protocol.js';
 
 interface Producer {
   caller: string;
@@ -26,14 +27,14 @@ interface Producer {
 export class StreamProducers {
   private readonly producers = new Map<string, Producer>();
 
-  constructor(
-    private readonly transport: Transport,
-    private readonly worker: string,
-    private readonly agent: unknown,
-    control: ControlChannel,
-  ) {
-    control.on('scredit', (m, sender) => this.onCredit(m, sender));
-    control.on('scancel', (m, sender) => this.find(m, sender)?.stop());
+  private readonly transport: Transport;
+  private readonly worker: string;
+
+  constructor(private readonly host: AgentHost) {
+    this.transport = host.transport;
+    this.worker = host.name;
+    host.onControl(STREAM_CREDIT, (m, sender) => this.onCredit(m, sender));
+    host.onControl(STREAM_CANCEL, (m, sender) => this.find(m, sender)?.stop());
   }
 
   /** Streams running now. */
@@ -52,7 +53,7 @@ export class StreamProducers {
     };
     this.producers.set(key, producer);
     let seq = 0;
-    const publish = (frame: unknown[]) => this.transport.publish(open.subject, defaultCodec.encode(frame, { agent: this.agent, peer: producer.caller }));
+    const publish = (frame: unknown[]) => this.transport.publish(open.subject, defaultCodec.encode(frame, { host: this.host, peer: producer.caller }));
     const run = async () => {
       const source = await produce();
       const iterable = toIterable(source, producer);
@@ -73,7 +74,7 @@ export class StreamProducers {
       if (!producer.cancelled) publish([END, seq]);
     };
     callScope
-      .run({ agent: this.agent, caller: caller.name, verified: caller.verified, meta: request.meta }, run)
+      .run({ host: this.host, caller: caller.name, verified: caller.verified, meta: request.meta }, run)
       .catch((error: unknown) => {
         if (producer.cancelled) return;
         const wire = error instanceof SerializationError ? errorToWire(error) : remoteErrorFrom(this.worker, error);

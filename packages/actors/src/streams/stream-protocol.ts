@@ -5,7 +5,7 @@
  *
  *   caller -> callee  request  [STREAM, fn, args, meta, { id, subject, credit }] -> [OK, null] | [ERROR, e]
  *   callee -> caller  publish  [ITEM, seq, value] ... [END, seq] | [FAIL, seq, WireError]
- *   caller -> callee  control  { k: 'scredit', caller, id, n } | { k: 'scancel', caller, id }
+ *   caller -> callee  control  { k: STREAM_CREDIT, caller, id, n } | { k: STREAM_CANCEL, caller, id }
  *
  * The callee never has more than the granted credit of items unacknowledged, so
  * a slow subscriber slows the producer; items carry sequence numbers so a lost
@@ -24,3 +24,10 @@ export const MAX_OBSERVABLE_BUFFER = 1024;
 
 /** Key of a stream on the callee. */
 export const streamKey = (caller: string, id: number): string => `${caller}#${id}`;
+
+/** Control kind: the consumer grants `n` more items. */
+export const STREAM_CREDIT = 'scredit';
+/** Control kind: the consumer cancels the stream. */
+export const STREAM_CANCEL = 'scancel';
+/** The control kinds the streams plugin declares. */
+export const STREAM_CONTROL_KINDS = [STREAM_CREDIT, STREAM_CANCEL] as const;

@@ -14,7 +14,7 @@ import { RpcFuture } from '@tensorbus/core'; // comm
 import type { RpcAgent, RRef } from '@tensorbus/actors';
 import { seededRandom } from '../common/random.js';
 import type { CartPoleAction, CartPoleState } from './cartpole.js';
-import { Observer } from './observer.js';
+import { Observer, type Policymaker } from './observer.js';
 import { Policy } from './policy.js';
 import { discountedReturns, normalised } from './returns.js';
 
@@ -49,7 +49,7 @@ interface Trajectory {
  * The learner. Construct it on the agent worker with the observer workers'
  * names; it registers itself as an RRef to hand to the observers.
  */
-export class Agent {
+export class Agent implements Policymaker {
   private readonly selfRRef: RRef<Agent>;
   private readonly observerRRefs: Array<RRef<Observer>>;
   private readonly trajectories = new Map<number, Trajectory>();

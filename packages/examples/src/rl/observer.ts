@@ -12,8 +12,7 @@
  */
 import { currentAgent, remoteClass, type RRef } from '@tensorbus/actors'; // comm
 import { seededRandom } from '../common/random.js';
-import type { Agent } from './agent.js';
-import { CartPole } from './cartpole.js';
+import { CartPole, type CartPoleAction, type CartPoleState } from './cartpole.js';
 
 class CartPoleObserver {
   /** This observer's worker id [rpc.get_worker_info().id]. */
@@ -30,7 +29,7 @@ class CartPoleObserver {
    * Plays one episode of at most `nSteps` steps, asking the agent for each
    * action; resolves with the episode's total reward.
    */
-  async runEpisode(agentRRef: RRef<Agent>, nSteps: number): Promise<number> {
+  async runEpisode(agentRRef: RRef<Policymaker>, nSteps: number): Promise<number> {
     try {
       let state = this.env.reset();
       let total = 0;
@@ -47,6 +46,14 @@ class CartPoleObserver {
       await agentRRef.release(); // comm
     }
   }
+}
+
+/** What an observer asks of the agent it plays for (the agent in agent.ts). */
+export interface Policymaker {
+  /** The action for observer `observerId` in `state`. */
+  selectAction(observerId: number, state: CartPoleState): CartPoleAction;
+  /** The reward observer `observerId` got for its last action. */
+  reportReward(observerId: number, reward: number): void;
 }
 
 /** The observer class, constructed remotely with `agent.remote(name, Observer, [seed])`. */
