@@ -25,8 +25,6 @@ export class CallServer {
   readonly receivedFrom: Record<string, number> = {};
   /** Calls running now. */
   running = 0;
-  /** Requests dropped because they could not even be answered. */
-  dropped = 0;
   private subscription: TransportSubscription | undefined;
   private accepting = true;
   private readonly wrappers: CallWrapper[] = [];
@@ -82,10 +80,8 @@ export class CallServer {
     const arrivedAt = performance.now();
     this.running++;
     try {
-      if (!message.reply) {
-        this.dropped++;
-        return;
-      }
+      // A request nobody can be answered on (no reply subject) is dropped.
+      if (!message.reply) return;
       if (!this.accepting) {
         this.answerError(message, undefined, errorToWire(new ShutdownError(`worker '${this.name}' is shutting down`)));
         return;
@@ -199,7 +195,7 @@ export class CallServer {
     try {
       message.respond(bytes);
     } catch {
-      this.dropped++;
+      // The caller is gone or the transport closing: nobody to answer.
     } finally {
       releaseOutgoing(bytes);
     }
@@ -209,7 +205,7 @@ export class CallServer {
     try {
       message.respond(defaultCodec.encode([ERROR, wire], context));
     } catch {
-      this.dropped++;
+      // Nobody to answer (see above).
     }
   }
 }

@@ -11,6 +11,7 @@ import { AutogradError, InvalidArgumentError, RemoteError, RpcTimeoutError, Seri
 import type { CallMeta } from '../agent/call-context.js';
 import type { AgentHost, PluginLifecycle } from '../agent/host.js';
 import { isCurrentMember, isWireId, leaseTimer } from '../peer-limits.js';
+import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { forEachTensor } from '../tensors.js';
 import { localPass, type PassResult } from './backward-pass.js';
 import { AutogradContext, differentiable, isLeaf, type RecvRecord } from './context.js';
@@ -39,7 +40,6 @@ export interface BackwardOptions {
   timeoutMs?: number;
 }
 
-const TOMBSTONES = 10_000;
 /** Longest pause between two attempts to release a context on a peer, ms. */
 const RELEASE_RETRY_MAX_MS = 5_000;
 
@@ -68,7 +68,7 @@ function floatTensors(value: unknown): Tensor[] {
 export class DistAutograd implements PluginLifecycle {
   private readonly contexts = new Map<ContextId, AutogradContext>();
   /** Ids released here: a call of theirs arriving late must not bring them back. */
-  private readonly released = new Set<ContextId>();
+  private readonly released = new RecentSet<ContextId>(TOMBSTONES);
   private readonly instance = randomBytes(3).toString('hex');
   private contextCount = 0;
   private messageCount = 0;
@@ -431,7 +431,6 @@ export class DistAutograd implements PluginLifecycle {
 
   private tombstone(id: ContextId): void {
     this.released.add(id);
-    if (this.released.size > TOMBSTONES) this.released.delete(this.released.values().next().value as ContextId);
   }
 
   /**

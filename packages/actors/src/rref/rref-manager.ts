@@ -21,6 +21,7 @@ import { sendReliably, type ReliableSender } from './reliable.js';
 import { CALL_FN, CHILD_ACCEPT, CREATE_FN, DELETE, FETCH_FN, FORK, type CreateSpec, type RRefWire } from './rref-protocol.js';
 import { creationFailed, RRef, type HandleState, type RRefHost, type UserState } from './rref.js';
 import { Budget } from './bounded-wait.js';
+import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { rrefBackward } from './rref-backward.js';
 
 /** Counts of `agent.rrefStats()`. */
@@ -50,14 +51,14 @@ export class RRefManager implements RRefHost, PluginLifecycle {
   private readonly users = new Map<string, UserState>();
   private readonly prefix = `${randomBytes(4).toString('hex')}`;
   private counter = 0;
-  private readonly tombstones = new Set<string>();
+  private readonly tombstones = new RecentSet<string>(TOMBSTONES);
   private readonly collected = new FinalizationRegistry<Held>((held) => this.onCollected(held));
   /**
    * Deletes of forks whose owner was declared failed: sent if it comes back
    * (a stalled worker wrongly declared failed still holds the values), so it
    * does not keep them for good. owner -> `${rrefId}|${forkId}`.
    */
-  private readonly owed = new Map<string, Set<string>>();
+  private readonly owed = new Map<string, RecentSet<string>>();
   private leaseTimer: NodeJS.Timeout | undefined;
   /** User forks held here, per owner (RRefs that arrive are bounded per owner they name). */
   private readonly usersPerOwner = new PeerCounter();
@@ -565,9 +566,8 @@ export class RRefManager implements RRefHost, PluginLifecycle {
   /** Keeps a delete for `owner`, declared failed, in case it comes back. */
   private owe(owner: string, rrefId: string, forkId: string): void {
     let set = this.owed.get(owner);
-    if (!set) this.owed.set(owner, (set = new Set()));
+    if (!set) this.owed.set(owner, (set = new RecentSet(OWED_PER_OWNER)));
     set.add(`${rrefId}|${forkId}`);
-    if (set.size > OWED_PER_OWNER) set.delete(set.values().next().value as string);
   }
 
   /** Owners declared failed that are back (a stall, not a death) get the deletes kept for them. */
@@ -593,7 +593,6 @@ export class RRefManager implements RRefHost, PluginLifecycle {
 
   private tombstone(key: string): void {
     this.tombstones.add(key);
-    if (this.tombstones.size > 10_000) this.tombstones.delete(this.tombstones.values().next().value as string);
   }
 
   private gone(worker: string): boolean {
