@@ -99,6 +99,7 @@ async function runAgent(rpc: RpcAgent, s: Settings): Promise<void> {
     title: `REINFORCE on CartPole-v1: 1 agent, ${observers.length} observers over RPC`,
     xLabel: 'episode round',
     yLabel: 'reward',
+    xAxis: { integer: true },
     series: [
       { label: 'episode reward (mean of observers)', points: curve.map((c) => [c.episode, c.meanReward]) },
       { label: 'last reward (smallest of observers)', points: curve.map((c) => [c.episode, c.minReward]) },
