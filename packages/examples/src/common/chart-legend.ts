@@ -1,6 +1,6 @@
 /**
- * Where a chart's legend goes: in a corner of the plot area that the data
- * leave empty, found by testing the legend's box against every plotted
+ * Where a chart's legend goes: in a corner (or the middle of a side) of the
+ * plot area that the data leave empty, found by testing the legend's box against every plotted
  * segment and point, or else below the plot, outside it. Never over the data.
  * @module
  */
@@ -52,8 +52,9 @@ export function hitsBox(lines: Polyline[], box: Box, margin = 4): boolean {
 
 /**
  * Places a legend of `size` in `plot`: the first corner (top left, top
- * right, bottom right, bottom left) whose box no plotted line touches;
- * `undefined` when every corner is taken, so the caller puts it outside.
+ * right, bottom right, bottom left), then middle of a side, whose box no
+ * plotted line touches; `undefined` when all are taken, so the caller puts
+ * it outside.
  */
 export function legendCorner(plot: Box, size: { width: number; height: number }, lines: Polyline[]): Box | undefined {
   if (size.width + 2 * PAD > plot.width || size.height + 2 * PAD > plot.height) return undefined;
@@ -61,11 +62,18 @@ export function legendCorner(plot: Box, size: { width: number; height: number },
   const right = plot.x + plot.width - PAD - size.width;
   const top = plot.y + PAD;
   const bottom = plot.y + plot.height - PAD - size.height;
+  const middle = plot.y + (plot.height - size.height) / 2;
+  const centre = plot.x + (plot.width - size.width) / 2;
   const candidates: Box[] = [
     { x: left, y: top, ...size },
     { x: right, y: top, ...size },
     { x: right, y: bottom, ...size },
     { x: left, y: bottom, ...size },
+    // Then the middles of the sides: a curve that rises fast and then flattens leaves the middle right empty.
+    { x: right, y: middle, ...size },
+    { x: left, y: middle, ...size },
+    { x: centre, y: bottom, ...size },
+    { x: centre, y: top, ...size },
   ];
   return candidates.find((box) => !hitsBox(lines, box));
 }
