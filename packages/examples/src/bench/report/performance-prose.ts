@@ -61,11 +61,16 @@ export function proseValues(report: BenchReport, targets: TargetOutcome[]): Reco
     return peaks.length > 0 ? formatRatio(Math.max(...peaks.map((p) => p.peakBytes)) / report.peakPayloadBytes) : 'n/a';
   };
   const nats = targets.filter((t) => t.system === 'tensorbus-nats');
-  const missed = nats.filter((t) => t.status !== 'PASS');
+  const missed = nats.filter((t) => t.status === 'FAIL');
+  const unevaluated = nats.filter((t) => t.status === 'n/a').length;
+  const passed = nats.length - missed.length - unevaluated;
   const summary =
-    missed.length === 0
+    passed === nats.length
       ? `all ${nats.length} targets pass.`
-      : `${nats.length - missed.length} of ${nats.length} targets pass; missed: ${missed.map((t) => `${t.caseId} ${t.target} (${Number.isFinite(t.ratio) ? formatRatio(t.ratio) : t.status})`).join(', ')}.`;
+      : `${passed} of ${nats.length} targets pass` +
+        (missed.length > 0 ? `; missed: ${missed.map((t) => `${t.caseId} ${t.target} (${formatRatio(t.ratio)})`).join(', ')}` : '') +
+        (unevaluated > 0 ? `; ${unevaluated} not evaluated (figures missing)` : '') +
+        '.';
   return {
     targets_summary: summary,
     nats_noop: time('noop', 'tensorbus-nats'),
