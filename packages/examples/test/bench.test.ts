@@ -1,9 +1,10 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DOC_BEGIN, DOC_END } from '../src/bench/report/performance-doc.js';
 
 const main = fileURLToPath(new URL('../src/bench/main.js', import.meta.url));
 
@@ -17,7 +18,10 @@ interface Result {
 
 test('examples - bench: a quick run measures no-op and 4 KB round trips over NATS, in-process and raw TCP, and writes JSON, markdown and chart', async (t) => {
   const out = mkdtempSync(join(tmpdir(), 'tb-bench-'));
-  const child = spawn(process.execPath, [main, '--quick', '--only', 'noop,4KB', '--systems', 'tensorbus-nats,tensorbus-local,tcp', '--out', out], {
+  const doc = join(out, 'performance.md');
+  const docText = `# Performance\n\n${DOC_BEGIN}\nthe last full run\n${DOC_END}\n`;
+  writeFileSync(doc, docText);
+  const child = spawn(process.execPath, [main, '--quick', '--only', 'noop,4KB', '--systems', 'tensorbus-nats,tensorbus-local,tcp', '--out', out, '--doc', doc], {
     env: { ...process.env, NATS_URL: '', TENSORBUS_QUIET: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -49,4 +53,6 @@ test('examples - bench: a quick run measures no-op and 4 KB round trips over NAT
   t.regex(markdown, /latency ≤1\.2x raw NATS: \*\*n\/a\*\*/, 'a target whose peer did not run is not evaluated');
   t.true(existsSync(join(out, 'bench-rtt.svg')));
   t.regex(readFileSync(join(out, 'bench-rtt.svg'), 'utf8'), /raw TCP \(Node\)/);
+  t.regex(stdout, /performance\.md left unchanged: not a full run[^]*- a quick run/, 'a partial run says why it does not write the doc');
+  t.is(readFileSync(doc, 'utf8'), docText, 'and leaves it as it was');
 });

@@ -122,6 +122,9 @@ test('rl - agent and 2 observers over RPC: REINFORCE on CartPole improves the re
     observers: number;
     episodes: number;
     commLines: { total: number };
+    steps: number;
+    stepsPerSecond: number;
+    seconds: number;
     curve: Array<{ episode: number; meanReward: number; minReward: number; runningReward: number }>;
   };
   t.is(result.observers, 2);
@@ -132,6 +135,10 @@ test('rl - agent and 2 observers over RPC: REINFORCE on CartPole improves the re
   const last = mean(result.curve.slice(-10));
   t.true(last > 1.5 * first && last > first + 15, `mean reward of the first 10 rounds ${first.toFixed(1)}, of the last 10 ${last.toFixed(1)}`);
   t.is(result.commLines.total, countCommLines()!.total);
+  // CartPole pays 1 per step, so the rounds' rewards count the steps; the example prints their rate itself.
+  t.is(result.steps, Math.round(result.curve.reduce((a, p) => a + p.meanReward * result.observers, 0)));
+  t.true(Math.abs(result.stepsPerSecond - result.steps / result.seconds) < 1e-6);
+  t.regex(stdout, new RegExp(`${result.steps.toLocaleString('en-US')} environment steps, ${(2 * result.steps).toLocaleString('en-US')} calls to the agent: ${Math.round(result.stepsPerSecond)} steps/s`));
   t.regex(stdout, new RegExp(`communication code: ${result.commLines.total} lines`));
   t.true(existsSync(join(out, 'rl.svg')));
   t.regex(readFileSync(join(out, 'rl.svg'), 'utf8'), /running reward/);

@@ -7,7 +7,12 @@
  * growth study and the 400 MB case with peak memory, then writes
  * `bench.json`, `bench.md` and `bench-rtt.svg` to `--out` (default out/bench).
  *
+ * A full run also rewrites the generated part of docs/performance.md (tables,
+ * chart, the sentences that quote figures); a partial one says why it does
+ * not, unless `--allow-partial`.
+ *
  *   npm run bench -- [--quick] [--only noop,4KB,...] [--systems tensorbus-nats,tcp,...] [--out dir]
+ *                    [--doc file | --no-doc] [--allow-partial]
  * @module
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -19,6 +24,7 @@ import { loadNow, machineInfo, versions } from './machine.js';
 import { parseOptions } from './options.js';
 import { writeRoundTripChart } from './report/chart.js';
 import { renderMarkdown } from './report/markdown.js';
+import { writePerformanceDoc } from './report/performance-doc.js';
 import { evaluateTargets } from './report/targets.js';
 import type { BenchReport, CaseResult, GrowthRecord, MissingSystem, PeakRecord } from './results.js';
 import { Progress, runCase, runPeakCase, runPytorchLatency, runPytorchRate } from './runner.js';
@@ -163,7 +169,7 @@ await nats?.stop();
 
 // 5. The report.
 const targets = evaluateTargets(results, peaks, PEAK_MEMORY_BYTES);
-const report: BenchReport & { liveTensors: Record<string, unknown> } = {
+const report: BenchReport = {
   started: started.toISOString(),
   seconds: (Date.now() - started.getTime()) / 1000,
   quick: options.quick,
@@ -191,4 +197,9 @@ writeFileSync(mdPath, `${markdown}\n`);
 const chartPath = writeRoundTripChart(join(options.out, 'bench-rtt.svg'), results, selected);
 console.log(`\n${markdown}\n`);
 console.log(`results written to ${jsonPath}, ${mdPath}, chart ${chartPath} (${report.seconds.toFixed(0)} s)`);
+if (options.doc) {
+  const outcome = writePerformanceDoc(options.doc, report, targets, options.allowPartial);
+  if (outcome.written) console.log(`${outcome.doc} rewritten from this run (generated part), chart ${outcome.chart}`);
+  else console.log(`${options.doc} left unchanged: not a full run (--allow-partial writes it anyway):\n${outcome.reasons.map((r) => `  - ${r}`).join('\n')}`);
+}
 process.exit(0);

@@ -6,9 +6,14 @@
  *                       async, rref, autograd, growth
  *   --systems a,b,...   systems to run: tensorbus-nats, tensorbus-local, nats, grpc, tcp, pytorch
  *   --out <dir>         where the JSON, markdown and SVG go (default out/bench)
+ *   --doc <file>        the markdown whose generated part the run rewrites (default docs/performance.md
+ *                       of this repository); only a full run writes it
+ *   --no-doc            leave every doc alone
+ *   --allow-partial     write the doc from a partial run too (it says so, with the reasons)
  * @module
  */
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CASES, GROWTH_ID, PEAK_MEMORY_BYTES } from './cases.js';
 import { SYSTEM_IDS, type SystemId } from './systems/system-ids.js';
 
@@ -19,7 +24,14 @@ export interface BenchOptions {
   cases: Set<string>;
   systems: Set<SystemId>;
   out: string;
+  /** The doc whose generated part this run rewrites; undefined with `--no-doc`. */
+  doc: string | undefined;
+  /** Write the doc from a partial run too. */
+  allowPartial: boolean;
 }
+
+/** docs/performance.md of this repository (this file is packages/examples/dist/src/bench/options.js). */
+const DEFAULT_DOC = fileURLToPath(new URL('../../../../../docs/performance.md', import.meta.url));
 
 function list(argv: string[], flag: string): string[] | undefined {
   const i = argv.indexOf(flag);
@@ -46,10 +58,14 @@ export function parseOptions(argv: string[]): BenchOptions {
     if (!(SYSTEM_IDS as readonly string[]).includes(id)) throw new Error(`unknown system '${id}'; systems: ${SYSTEM_IDS.join(', ')}`);
   }
   const i = argv.indexOf('--out');
+  const d = argv.indexOf('--doc');
+  if (d >= 0 && (argv[d + 1] === undefined || argv[d + 1]!.startsWith('--'))) throw new Error('--doc needs a file');
   return {
     quick,
     cases,
     systems: new Set(systemList as SystemId[]),
     out: resolve(i >= 0 && argv[i + 1] ? argv[i + 1]! : 'out/bench'),
+    doc: argv.includes('--no-doc') ? undefined : d >= 0 ? resolve(argv[d + 1]!) : DEFAULT_DOC,
+    allowPartial: argv.includes('--allow-partial'),
   };
 }

@@ -74,4 +74,6 @@ export interface BenchReport {
   peakPayloadBytes: number;
   growth: GrowthRecord[];
   targets: unknown[];
+  /** Tensors alive in each tensorbus process (by system, then role) before and after the cases: the leak check. */
+  liveTensors?: { before: Record<string, unknown>; after: Record<string, unknown> };
 }

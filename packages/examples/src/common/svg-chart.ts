@@ -1,10 +1,16 @@
 /**
  * A small SVG line chart, enough to leave a picture of what an example
- * learned: several series over one x axis, optional second y axis.
+ * learned: several series over one x axis, optional second y axis. The axis
+ * rules live in `chart-scale.ts`, the legend's placement in
+ * `chart-legend.ts`; this module draws.
  * @module
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { legendCorner, type Box, type Polyline } from './chart-legend.js';
+import { scaleFor, type AxisOptions, type Scale } from './chart-scale.js';
+
+export type { AxisOptions } from './chart-scale.js';
 
 /** One line of the chart. */
 export interface Series {
@@ -21,13 +27,19 @@ export interface ChartSpec {
   yLabel: string;
   yRightLabel?: string;
   series: Series[];
-  /** Log scale on both axes (for latency against size). */
+  /** The x axis (integer rounds, categories, log, ...). */
+  xAxis?: AxisOptions;
+  /** The left y axis (starts at 0 for non-negative data unless `min` says otherwise). */
+  yAxis?: AxisOptions;
+  /** The right y axis, for series with `right`. */
+  yRightAxis?: AxisOptions;
+  /** Shorthand: log scale on both axes (for latency against size). */
   log?: boolean;
   /** With `log`: ticks at powers of ten (1, 10, 100, ...) instead of five even steps. */
   decadeTicks?: boolean;
-  /** Labels of the x ticks (default: a number); receives the value, not its logarithm. */
+  /** Shorthand for `xAxis.format`. */
   xTickFormat?: (value: number) => string;
-  /** Labels of the left y ticks (default: a number); receives the value, not its logarithm. */
+  /** Shorthand for `yAxis.format`. */
   yTickFormat?: (value: number) => string;
 }
 
@@ -35,85 +47,83 @@ const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b'
 const W = 720;
 const H = 420;
 const M = { left: 70, right: 70, top: 40, bottom: 50 };
+/** Legend geometry: one row per series. */
+const ROW = 16;
+const CHAR = 6.8;
 
-function extent(values: number[], log: boolean): [number, number] {
-  const finite = values.filter((v) => Number.isFinite(v) && (!log || v > 0));
-  if (finite.length === 0) return [0, 1];
-  let lo = Math.min(...finite);
-  let hi = Math.max(...finite);
-  if (log) return [Math.log10(lo), Math.log10(hi) + (lo === hi ? 1 : 0)];
-  if (lo === hi) [lo, hi] = [lo - 1, hi + 1];
-  if (lo > 0 && lo < hi / 3) lo = 0;
-  return [lo, hi];
+function axis(base: AxisOptions | undefined, log: boolean, decadeTicks: boolean, format: ((v: number) => string) | undefined): AxisOptions {
+  return { ...(log ? { log, decadeTicks } : {}), ...(format ? { format } : {}), ...base };
 }
 
-function ticks([lo, hi]: [number, number], n = 5): number[] {
-  return Array.from({ length: n + 1 }, (_, i) => lo + ((hi - lo) * i) / n);
-}
-
-/** The whole powers of ten within [lo, hi] (in log10 units); even steps when there are fewer than two. */
-function decades([lo, hi]: [number, number]): number[] {
-  const out: number[] = [];
-  for (let e = Math.ceil(lo - 1e-9); e <= hi + 1e-9; e++) out.push(e);
-  return out.length >= 2 ? out : ticks([lo, hi]);
-}
-
-function fmt(v: number, log: boolean): string {
-  const x = log ? 10 ** v : v;
-  if (Math.abs(x) >= 1000 || (Math.abs(x) < 0.01 && x !== 0)) return x.toExponential(1);
-  return Number(x.toPrecision(3)).toString();
+function legendLabel(s: Series): string {
+  return `${s.label}${s.right ? ' (right axis)' : ''}`;
 }
 
 /** Renders the chart as SVG text. */
 export function renderChart(spec: ChartSpec): string {
   const log = spec.log ?? false;
-  const tickAt = log && spec.decadeTicks ? decades : (range: [number, number]) => ticks(range);
-  const label = (t: number, format: ((value: number) => string) | undefined) => (format ? format(log ? 10 ** t : t) : fmt(t, log));
-  const tr = (v: number) => (log ? Math.log10(v) : v);
+  const decadeTicks = spec.decadeTicks ?? false;
   const left = spec.series.filter((s) => !s.right);
   const right = spec.series.filter((s) => s.right);
-  const xs = extent(spec.series.flatMap((s) => s.points.map((p) => p[0])), log);
-  const yl = extent(left.flatMap((s) => s.points.map((p) => p[1])), log);
-  const yr = extent(right.flatMap((s) => s.points.map((p) => p[1])), log);
-  const px = (x: number) => M.left + ((tr(x) - xs[0]) / (xs[1] - xs[0] || 1)) * (W - M.left - M.right);
-  const py = (y: number, r: [number, number]) => H - M.bottom - ((tr(y) - r[0]) / (r[1] - r[0] || 1)) * (H - M.top - M.bottom);
+  const xs = scaleFor(spec.series.flatMap((s) => s.points.map((p) => p[0])), axis(spec.xAxis, log, decadeTicks, spec.xTickFormat));
+  const yl = scaleFor(left.flatMap((s) => s.points.map((p) => p[1])), axis(spec.yAxis, log, decadeTicks, spec.yTickFormat));
+  const yr = scaleFor(right.flatMap((s) => s.points.map((p) => p[1])), axis(spec.yRightAxis, log, decadeTicks, undefined));
+  const plot: Box = { x: M.left, y: M.top, width: W - M.left - M.right, height: H - M.top - M.bottom };
+  const px = (x: number) => plot.x + xs.at(x) * plot.width;
+  const py = (y: number, s: Scale) => plot.y + plot.height - s.at(y) * plot.height;
+
+  const lines: Polyline[] = spec.series.map((s) => {
+    const ys = s.right ? yr : yl;
+    return s.points.filter(([x, y]) => xs.drawable(x) && ys.drawable(y)).map(([x, y]): [number, number] => [px(x), py(y, ys)]);
+  });
+  const labels = spec.series.map(legendLabel);
+  const size = { width: 36 + Math.max(0, ...labels.map((l) => l.length)) * CHAR, height: 8 + ROW * spec.series.length };
+  const corner = spec.series.length > 0 ? legendCorner(plot, size, lines) : undefined;
+  // No empty corner: the legend goes under the x axis label, and the picture grows.
+  const legend: Box = corner ?? { x: M.left, y: H, ...size };
+  const height = corner ? H : H + size.height + 10;
+
   const out: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`,
-    `<rect width="${W}" height="${H}" fill="white"/>`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${W}" height="${height}" fill="white"/>`,
     `<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">${escape(spec.title)}</text>`,
-    `<line x1="${M.left}" y1="${H - M.bottom}" x2="${W - M.right}" y2="${H - M.bottom}" stroke="black"/>`,
-    `<line x1="${M.left}" y1="${M.top}" x2="${M.left}" y2="${H - M.bottom}" stroke="black"/>`,
   ];
-  for (const t of tickAt(xs)) {
-    const x = M.left + ((t - xs[0]) / (xs[1] - xs[0] || 1)) * (W - M.left - M.right);
-    out.push(`<text x="${x}" y="${H - M.bottom + 16}" text-anchor="middle">${escape(label(t, spec.xTickFormat))}</text>`);
+  for (const t of yl.ticks) {
+    const y = py(t.value, yl);
+    out.push(`<line class="grid" x1="${plot.x}" y1="${y.toFixed(1)}" x2="${plot.x + plot.width}" y2="${y.toFixed(1)}" stroke="#eee"/>`);
+    out.push(`<text class="tick y-tick" x="${plot.x - 6}" y="${(y + 4).toFixed(1)}" text-anchor="end">${escape(t.label)}</text>`);
   }
-  for (const t of tickAt(yl)) {
-    const y = H - M.bottom - ((t - yl[0]) / (yl[1] - yl[0] || 1)) * (H - M.top - M.bottom);
-    out.push(`<line x1="${M.left}" y1="${y}" x2="${W - M.right}" y2="${y}" stroke="#eee"/>`);
-    out.push(`<text x="${M.left - 6}" y="${y + 4}" text-anchor="end">${escape(label(t, spec.yTickFormat))}</text>`);
+  for (const t of xs.ticks) {
+    const x = px(t.value);
+    out.push(`<line x1="${x.toFixed(1)}" y1="${plot.y + plot.height}" x2="${x.toFixed(1)}" y2="${plot.y + plot.height + 4}" stroke="black"/>`);
+    out.push(`<text class="tick x-tick" x="${x.toFixed(1)}" y="${plot.y + plot.height + 16}" text-anchor="middle">${escape(t.label)}</text>`);
   }
+  out.push(`<line x1="${plot.x}" y1="${plot.y + plot.height}" x2="${plot.x + plot.width}" y2="${plot.y + plot.height}" stroke="black"/>`);
+  out.push(`<line x1="${plot.x}" y1="${plot.y}" x2="${plot.x}" y2="${plot.y + plot.height}" stroke="black"/>`);
   if (right.length > 0) {
-    out.push(`<line x1="${W - M.right}" y1="${M.top}" x2="${W - M.right}" y2="${H - M.bottom}" stroke="black"/>`);
-    for (const t of tickAt(yr)) {
-      const y = H - M.bottom - ((t - yr[0]) / (yr[1] - yr[0] || 1)) * (H - M.top - M.bottom);
-      out.push(`<text x="${W - M.right + 6}" y="${y + 4}">${fmt(t, log)}</text>`);
+    out.push(`<line x1="${plot.x + plot.width}" y1="${plot.y}" x2="${plot.x + plot.width}" y2="${plot.y + plot.height}" stroke="black"/>`);
+    for (const t of yr.ticks) {
+      const y = py(t.value, yr);
+      out.push(`<text class="tick y-right-tick" x="${plot.x + plot.width + 6}" y="${(y + 4).toFixed(1)}">${escape(t.label)}</text>`);
     }
     out.push(`<text transform="translate(${W - 18},${H / 2}) rotate(90)" text-anchor="middle">${escape(spec.yRightLabel ?? '')}</text>`);
   }
-  out.push(`<text x="${(W + M.left - M.right) / 2}" y="${H - 12}" text-anchor="middle">${escape(spec.xLabel)}</text>`);
+  out.push(`<text x="${plot.x + plot.width / 2}" y="${H - 12}" text-anchor="middle">${escape(spec.xLabel)}</text>`);
   out.push(`<text transform="translate(18,${H / 2}) rotate(-90)" text-anchor="middle">${escape(spec.yLabel)}</text>`);
-  spec.series.forEach((s, i) => {
+  lines.forEach((pts, i) => {
     const color = COLORS[i % COLORS.length];
-    const range = s.right ? yr : yl;
-    const pts = s.points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y) && (!log || (x > 0 && y > 0)));
-    const d = pts.map(([x, y], k) => `${k === 0 ? 'M' : 'L'}${px(x).toFixed(1)},${py(y, range).toFixed(1)}`).join(' ');
-    out.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="2"/>`);
-    for (const [x, y] of pts.length <= 40 ? pts : []) out.push(`<circle cx="${px(x).toFixed(1)}" cy="${py(y, range).toFixed(1)}" r="2.5" fill="${color}"/>`);
-    out.push(`<rect x="${M.left + 10}" y="${M.top + 6 + i * 16}" width="12" height="3" fill="${color}"/>`);
-    out.push(`<text x="${M.left + 28}" y="${M.top + 11 + i * 16}">${escape(s.label)}${s.right ? ' (right axis)' : ''}</text>`);
+    const d = pts.map(([x, y], k) => `${k === 0 ? 'M' : 'L'}${x.toFixed(1)},${y.toFixed(1)}`).join(' ');
+    if (pts.length > 1) out.push(`<path class="series" d="${d}" fill="none" stroke="${color}" stroke-width="2"/>`);
+    for (const [x, y] of pts.length <= 40 ? pts : []) out.push(`<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="2.5" fill="${color}"/>`);
   });
-  out.push('</svg>');
+  out.push(`<g class="legend">`);
+  out.push(`<rect class="legend-box" x="${legend.x.toFixed(1)}" y="${legend.y.toFixed(1)}" width="${legend.width.toFixed(1)}" height="${legend.height}" fill="white" fill-opacity="0.85" stroke="#ccc"/>`);
+  labels.forEach((text, i) => {
+    const y = legend.y + 4 + i * ROW;
+    out.push(`<rect x="${(legend.x + 8).toFixed(1)}" y="${(y + 6).toFixed(1)}" width="14" height="3" fill="${COLORS[i % COLORS.length]}"/>`);
+    out.push(`<text x="${(legend.x + 28).toFixed(1)}" y="${(y + 12).toFixed(1)}">${escape(text)}</text>`);
+  });
+  out.push('</g>', '</svg>');
   return out.join('\n');
 }
 

@@ -67,6 +67,9 @@ export function writeRun(dir: string, run: FederatedRun): string {
     xLabel: 'round',
     yLabel: 'held-out accuracy of the global model',
     yRightLabel: 'clients averaged in the round',
+    xAxis: { integer: true },
+    yAxis: { percent: true },
+    yRightAxis: { integer: true, min: 0 },
     series: [
       { label: 'test accuracy', points: run.curve.map((c) => [c.round, c.testAccuracy]) },
       { label: 'participants', points: run.curve.filter((c) => c.participants).map((c) => [c.round, c.participants!.length]), right: true },

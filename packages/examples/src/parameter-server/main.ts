@@ -64,6 +64,8 @@ async function runServer(agent: RpcAgent, s: Settings): Promise<void> {
     xLabel: 'epoch',
     yLabel: 'cross-entropy',
     yRightLabel: 'test accuracy',
+    xAxis: { integer: true },
+    yRightAxis: { percent: true },
     series: [
       { label: 'train loss', points: curve.map((c) => [c.epoch, c.trainLoss]) },
       { label: 'test loss', points: curve.map((c) => [c.epoch, c.testLoss]) },

@@ -66,6 +66,7 @@ export function writeReport(dir: string, report: PipelineReport): { json: string
     title: `Pipeline over 2 shards: throughput (batch ${report.batchSize}, ${report.backend})`,
     xLabel: 'micro-batches per batch',
     yLabel: 'samples / s',
+    xAxis: { categories: true },
     series: [
       { label: 'training steps (forward + backward + optimizer): all samples / all time', points: report.settings.map((s) => [s.microBatches, s.samplesPerSecond]) },
       { label: 'training steps: batch / median step time', points: report.settings.map((s) => [s.microBatches, s.medianSamplesPerSecond]) },
@@ -78,6 +79,8 @@ export function writeReport(dir: string, report: PipelineReport): { json: string
     xLabel: 'step',
     yLabel: 'cross-entropy',
     yRightLabel: 'held-out accuracy',
+    xAxis: { integer: true },
+    yRightAxis: { percent: true },
     series: [
       { label: 'training loss', points: report.steps.map((s) => [s.step, s.loss]) },
       { label: 'held-out accuracy', points: [[0, report.initialTest.accuracy], ...report.rounds.map((r): [number, number] => [r.step, r.testAccuracy])], right: true },

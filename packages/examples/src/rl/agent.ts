@@ -35,6 +35,8 @@ export interface RoundResult {
   rewards: number[];
   /** The REINFORCE loss of the update. */
   loss: number;
+  /** Environment steps of the round, all observers: each was one `selectAction` and one `reportReward` call to the agent. */
+  steps: number;
 }
 
 interface Trajectory {
@@ -111,6 +113,7 @@ export class Agent implements Policymaker {
       meanReward: rewards.reduce((a, b) => a + b, 0) / rewards.length,
       rewards,
       loss,
+      steps: actions.length,
     };
   }
 

@@ -65,9 +65,11 @@ async function runAgent(rpc: RpcAgent, s: Settings): Promise<void> {
   const curve: Point[] = [];
   let running = 0;
   let solved = false;
+  let steps = 0;
   for (let episode = 1; episode <= s.maxEpisodes && !solved; episode++) {
     await agent.runEpisode(s.steps);
     const round = agent.finishEpisode();
+    steps += round.steps;
     running = 0.05 * round.minReward + 0.95 * running;
     solved = running > threshold;
     curve.push({ episode, minReward: round.minReward, meanReward: round.meanReward, runningReward: running, seconds: (Date.now() - started) / 1000 });
@@ -91,6 +93,8 @@ async function runAgent(rpc: RpcAgent, s: Settings): Promise<void> {
     threshold,
     finalRunningReward: running,
     seconds,
+    steps,
+    stepsPerSecond: steps / seconds,
     commLines: comm ?? null,
     curve,
   };
@@ -99,6 +103,7 @@ async function runAgent(rpc: RpcAgent, s: Settings): Promise<void> {
     title: `REINFORCE on CartPole-v1: 1 agent, ${observers.length} observers over RPC`,
     xLabel: 'episode round',
     yLabel: 'reward',
+    xAxis: { integer: true },
     series: [
       { label: 'episode reward (mean of observers)', points: curve.map((c) => [c.episode, c.meanReward]) },
       { label: 'last reward (smallest of observers)', points: curve.map((c) => [c.episode, c.minReward]) },
@@ -111,6 +116,8 @@ async function runAgent(rpc: RpcAgent, s: Settings): Promise<void> {
       ? `solved: running reward ${running.toFixed(2)} > ${threshold} after ${curve.length} episode rounds in ${seconds.toFixed(1)} s`
       : `stopped after ${curve.length} episode rounds in ${seconds.toFixed(1)} s: running reward ${running.toFixed(2)} (threshold ${threshold})`,
   );
+  // Each step is two calls to the agent (selectAction, reportReward); the update between rounds is in the time too.
+  console.log(`${steps.toLocaleString('en-US')} environment steps, ${(2 * steps).toLocaleString('en-US')} calls to the agent: ${(steps / seconds).toFixed(0)} steps/s, ${((2 * steps) / seconds).toFixed(0)} calls/s`);
   console.log(`plot written to ${chart}`);
   if (comm) console.log(`communication code: ${comm.total} lines (${Object.entries(comm.files).map(([f, n]) => `${f} ${n}`).join(', ')})`);
 }

@@ -38,6 +38,7 @@ export function writeResults(s: Settings, summary: RunSummary, reports: TrainerR
     xLabel: 'epoch',
     yLabel: 'cross-entropy (nats per word)',
     yRightLabel: 'validation perplexity',
+    xAxis: { integer: true },
     series,
   });
   return { json, svg };

@@ -1,0 +1,103 @@
+/**
+ * The sentences of docs/performance.md that quote figures, as a template
+ * whose `{{placeholders}}` are filled from one run's results. Prose outside
+ * the generated part of the doc quotes no figures, so the doc cannot say
+ * one thing in a table and another in a sentence.
+ * @module
+ */
+import type { BenchReport, CaseResult, GrowthRecord } from '../results.js';
+import type { SystemId } from '../systems/system-ids.js';
+import { formatRate, formatRatio, formatTime } from './format.js';
+import type { TargetOutcome } from './targets.js';
+
+/** The summary paragraph of the latest run. Edit here, not in the doc. */
+export const PROSE_TEMPLATE = [
+  'In short, over NATS (two processes, the deployment): {{targets_summary}}',
+  '',
+  '- **No-op round trip:** {{nats_noop}} against PyTorch RPC\'s {{torch_noop}} ({{noop_vs_torch}}; target ≤1.0x) and raw NATS\'s {{raw_nats_noop}} ({{noop_vs_nats}}; target ≤1.2x).',
+  '- **4 MB identity:** {{nats_4mb}} against PyTorch RPC\'s {{torch_4mb}}: {{tput_4mb_vs_torch}} its throughput (target ≥1.0x), and {{tput_4mb_vs_grpc}} gRPC-js\'s (target ≥3x).',
+  '- **400 MB identity:** {{nats_400mb}} against PyTorch RPC\'s {{torch_400mb}}: {{tput_400mb_vs_torch}} its throughput (target ≥1.0x), and {{tput_400mb_vs_grpc}} gRPC-js\'s (target ≥3x).',
+  '- **Small async calls, 64 in flight:** {{nats_async}} against PyTorch RPC\'s {{torch_async}} ({{async_vs_torch}}; target ≥2x).',
+  '- **Peak memory of the 400 MB round trip:** at most {{nats_peak}} the payload in a tensorbus process (target ≤3x); PyTorch RPC\'s caller {{torch_peak}}.',
+  '- **In-process** (`localTransport`): no-op {{local_noop}}, 4 MB {{local_4mb}}, 400 MB {{local_400mb}}.',
+  '- **Growth, 1 → 16 callers:** over NATS the total rate grows {{growth_rate}} and the median latency {{growth_latency}}; raw NATS {{raw_growth_rate}} and {{raw_growth_latency}}.',
+  '- **Leak check:** tensors alive in the tensorbus processes before → after the cases: {{live_tensors}}.',
+].join('\n');
+
+/** Fills `{{name}}` from `values`; an unknown name throws (a template typo must not print as text). */
+export function fillTemplate(template: string, values: Record<string, string>): string {
+  return template.replace(/\{\{(\w+)\}\}/g, (_, name: string) => {
+    const value = values[name];
+    if (value === undefined) throw new Error(`performance doc template: no value for {{${name}}}`);
+    return value;
+  });
+}
+
+function growth(records: GrowthRecord[], system: SystemId, pick: (g: GrowthRecord) => number): string {
+  const one = records.find((g) => g.system === system && g.workers === 1);
+  const most = records.filter((g) => g.system === system).sort((a, b) => b.workers - a.workers)[0];
+  return one && most ? `${(pick(most) / pick(one)).toFixed(1)}x` : 'n/a';
+}
+
+/** The values of {@link PROSE_TEMPLATE} for one run. */
+export function proseValues(report: BenchReport, targets: TargetOutcome[]): Record<string, string> {
+  const live = report.liveTensors;
+  // Per system a count per role, or the error text when a process could not be asked.
+  const roles = (value: unknown): Record<string, unknown> => (typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : { '': value });
+  const liveText = live
+    ? Object.entries(live.after)
+        .flatMap(([system, after]) => Object.entries(roles(after)).map(([role, n]) => `${system} ${role} ${String(roles(live.before[system])[role] ?? 'n/a')} → ${String(n)}`))
+        .join(', ')
+    : 'n/a';
+  const find = (caseId: string, system: SystemId): CaseResult | undefined => report.results.find((r) => r.caseId === caseId && r.system === system);
+  const time = (caseId: string, system: SystemId) => formatTime(find(caseId, system)?.medianMs ?? Number.NaN);
+  const rate = (caseId: string, system: SystemId) => formatRate(find(caseId, system)?.perSecond ?? Number.NaN);
+  const target = (caseId: string, peer: string) => {
+    const t = targets.find((x) => x.system === 'tensorbus-nats' && x.caseId === caseId && x.target.endsWith(peer));
+    return formatRatio(t?.ratio ?? Number.NaN);
+  };
+  const peak = (system: SystemId, role?: string) => {
+    const peaks = report.peaks.filter((p) => p.system === system && p.role !== 'nats-server' && (role === undefined || p.role.startsWith(role)));
+    return peaks.length > 0 ? formatRatio(Math.max(...peaks.map((p) => p.peakBytes)) / report.peakPayloadBytes) : 'n/a';
+  };
+  const nats = targets.filter((t) => t.system === 'tensorbus-nats');
+  const missed = nats.filter((t) => t.status === 'FAIL');
+  const unevaluated = nats.filter((t) => t.status === 'n/a').length;
+  const passed = nats.length - missed.length - unevaluated;
+  const summary =
+    passed === nats.length
+      ? `all ${nats.length} targets pass.`
+      : `${passed} of ${nats.length} targets pass` +
+        (missed.length > 0 ? `; missed: ${missed.map((t) => `${t.caseId} ${t.target} (${formatRatio(t.ratio)})`).join(', ')}` : '') +
+        (unevaluated > 0 ? `; ${unevaluated} not evaluated (figures missing)` : '') +
+        '.';
+  return {
+    targets_summary: summary,
+    nats_noop: time('noop', 'tensorbus-nats'),
+    torch_noop: time('noop', 'pytorch'),
+    noop_vs_torch: target('noop', 'PyTorch RPC'),
+    raw_nats_noop: time('noop', 'nats'),
+    noop_vs_nats: target('noop', 'raw NATS'),
+    nats_4mb: time('4MB', 'tensorbus-nats'),
+    torch_4mb: time('4MB', 'pytorch'),
+    tput_4mb_vs_torch: target('4MB', 'PyTorch RPC'),
+    tput_4mb_vs_grpc: target('4MB', 'gRPC-js'),
+    nats_400mb: time('400MB', 'tensorbus-nats'),
+    torch_400mb: time('400MB', 'pytorch'),
+    tput_400mb_vs_torch: target('400MB', 'PyTorch RPC'),
+    tput_400mb_vs_grpc: target('400MB', 'gRPC-js'),
+    nats_async: rate('async', 'tensorbus-nats'),
+    torch_async: rate('async', 'pytorch'),
+    async_vs_torch: target('async', 'PyTorch RPC'),
+    nats_peak: peak('tensorbus-nats'),
+    torch_peak: peak('pytorch', 'rank 0'),
+    local_noop: time('noop', 'tensorbus-local'),
+    local_4mb: time('4MB', 'tensorbus-local'),
+    local_400mb: time('400MB', 'tensorbus-local'),
+    growth_rate: growth(report.growth, 'tensorbus-nats', (g) => g.perSecond),
+    growth_latency: growth(report.growth, 'tensorbus-nats', (g) => g.medianMs),
+    raw_growth_rate: growth(report.growth, 'nats', (g) => g.perSecond),
+    raw_growth_latency: growth(report.growth, 'nats', (g) => g.medianMs),
+    live_tensors: liveText || 'n/a',
+  };
+}

@@ -1,0 +1,96 @@
+import test from 'ava';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DOC_BEGIN, DOC_CHART, DOC_END, writePerformanceDoc } from '../src/bench/report/performance-doc.js';
+import { evaluateTargets } from '../src/bench/report/targets.js';
+import type { BenchReport } from '../src/bench/results.js';
+
+const fixture = (name: string) => JSON.parse(readFileSync(fileURLToPath(new URL(`../../test/fixtures/${name}`, import.meta.url)), 'utf8')) as BenchReport;
+const repoDoc = fileURLToPath(new URL('../../../../docs/performance.md', import.meta.url));
+
+const BEFORE = '# Performance\n\nHand-written text before.\n\n';
+const AFTER = '\n\n## Notes\n\nHand-written text after.\n';
+
+function tempDoc(): string {
+  const doc = join(mkdtempSync(join(tmpdir(), 'tb-perfdoc-')), 'performance.md');
+  writeFileSync(doc, `${BEFORE}${DOC_BEGIN}\nold generated text, 999 ms\n${DOC_END}${AFTER}`);
+  return doc;
+}
+
+/** `1.92 ms`, `263 µs`: a median as the doc prints it, computed here from the raw figure. */
+const asTime = (ms: number) => (ms < 1 ? `${(ms * 1000).toPrecision(3)} µs` : `${ms.toPrecision(3)} ms`);
+
+test('bench doc - a recorded full run writes tables, chart and sentences whose figures match the run', (t) => {
+  const report = fixture('bench-full.json');
+  const targets = evaluateTargets(report.results, report.peaks, report.peakPayloadBytes);
+  const doc = tempDoc();
+  const outcome = writePerformanceDoc(doc, report, targets);
+  t.true(outcome.written, JSON.stringify(outcome));
+  const text = readFileSync(doc, 'utf8');
+  t.true(text.startsWith(BEFORE) && text.endsWith(AFTER), 'text outside the markers is kept');
+  t.false(text.includes('999 ms'), 'the old generated part is gone');
+  t.false(text.includes('{{'), 'every placeholder is filled');
+  t.true(text.includes(`\`${report.command}\`, ${report.started.slice(0, 10)} ${report.started.slice(11, 16)} UTC`), 'the exact command and date');
+  t.regex(text, /## The latest full run/);
+
+  const median = (caseId: string, system: string) => report.results.find((r) => r.caseId === caseId && r.system === system)!.medianMs!;
+  const nats4 = asTime(median('4MB', 'tensorbus-nats'));
+  const torch4 = asTime(median('4MB', 'pytorch'));
+  t.true(text.includes(`**4 MB identity:** ${nats4} against PyTorch RPC's ${torch4}`), `the sentence quotes ${nats4} and ${torch4}`);
+  const row = text.split('\n').find((line) => line.startsWith('| identity 4 MB |'))!;
+  t.is(row.split(' | ')[1], nats4, 'the table quotes the same 4 MB figure');
+  const quoted = [...text.matchAll(/4 MB[^|\n]*?(\d[\d.]*) ms/g)].map((m) => `${m[1]} ms`);
+  t.deepEqual([...new Set(quoted.filter((q) => q !== torch4))], [nats4], 'one tensorbus 4 MB figure in the whole generated part');
+  const noop = asTime(median('noop', 'tensorbus-nats'));
+  t.true(text.includes(`**No-op round trip:** ${noop} against`), `no-op ${noop}`);
+  const failed = targets.filter((x) => x.system === 'tensorbus-nats' && x.status !== 'PASS').length;
+  t.true(text.includes(`${9 - failed} of 9 targets pass`), 'the summary counts the targets of the run');
+
+  const chart = readFileSync(join(doc, '..', DOC_CHART), 'utf8');
+  for (const label of ['tensorbus (NATS, 2 processes)', 'raw NATS request/reply', 'gRPC-js unary, raw bytes', 'raw TCP (Node)', 'PyTorch RPC (TensorPipe)']) t.true(chart.includes(label), `chart has ${label}`);
+  const plotted = report.results.filter((r) => r.caseId !== 'noop' && Number.isFinite(r.medianMs) && ['4KB', '1MB', '4MB', '40MB', '400MB'].includes(r.caseId)).length;
+  t.is([...chart.matchAll(/<circle /g)].length, plotted, 'one point per measured size and system');
+});
+
+test('bench doc - a partial run is refused with its reasons and leaves the doc and chart unchanged', (t) => {
+  const report = fixture('bench-partial.json');
+  const targets = evaluateTargets(report.results, report.peaks, report.peakPayloadBytes);
+  const doc = tempDoc();
+  const before = readFileSync(doc, 'utf8');
+  const outcome = writePerformanceDoc(doc, report, targets);
+  t.false(outcome.written);
+  const reasons = outcome.written ? [] : outcome.reasons;
+  t.true(reasons.includes('raw NATS request/reply not selected (--systems)'), reasons.join('\n'));
+  t.true(reasons.some((r) => r.startsWith('identity 400 MB not run')), 'a case not run is a reason');
+  t.true(reasons.includes('growth study not run'));
+  t.is(readFileSync(doc, 'utf8'), before);
+  t.false(existsSync(join(doc, '..', DOC_CHART)));
+
+  const quick = { ...fixture('bench-full.json'), quick: true };
+  const refused = writePerformanceDoc(doc, quick, evaluateTargets(quick.results, quick.peaks, quick.peakPayloadBytes));
+  t.false(refused.written, 'a quick run is partial even with every system');
+});
+
+test('bench doc - a partial run is written only when allowed, and then says it is partial', (t) => {
+  const report = fixture('bench-partial.json');
+  const doc = tempDoc();
+  const outcome = writePerformanceDoc(doc, report, evaluateTargets(report.results, report.peaks, report.peakPayloadBytes), true);
+  t.true(outcome.written);
+  const text = readFileSync(doc, 'utf8');
+  t.regex(text, /## The latest run \(PARTIAL\)/);
+  t.regex(text, /- gRPC-js unary, raw bytes not selected \(--systems\)/);
+  t.notRegex(text, /The latest full run/);
+});
+
+test('bench doc - docs/performance.md has one generated part, and its hand-written prose quotes no measured time or rate', (t) => {
+  const text = readFileSync(repoDoc, 'utf8');
+  t.is(text.split(DOC_BEGIN).length, 2, 'one begin marker');
+  t.is(text.split(DOC_END).length, 2, 'one end marker');
+  const outside = text.slice(0, text.indexOf(DOC_BEGIN)) + text.slice(text.indexOf(DOC_END));
+  // Measured figures: times in µs or ms with decimals, rates, ratios against a peer (a target, ≤1.0x PyTorch, is not one).
+  // Configuration (64 MiB, 0.5 s of warm-up, polling every 100 ms) is allowed.
+  const figures = outside.match(/\d[\d.,]* ?µs|\d+\.\d+ ?ms\b|\d[\d.,]* ?k\/s|(?<![≤≥\d.])\d+(\.\d+)?x (PyTorch|raw|gRPC)/g) ?? [];
+  t.deepEqual(figures, []);
+});
