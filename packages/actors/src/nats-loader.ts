@@ -16,7 +16,7 @@
 import { MissingPackageError, type Transport } from '@tensorbus/core';
 
 /** The package name, in one place. */
-export const NATS_TRANSPORT_PACKAGE = '@tensorbus/nats-transport';
+const NATS_TRANSPORT_PACKAGE = '@tensorbus/nats-transport';
 
 /** The options of `natsTransport()` that actors passes. */
 export interface NatsConnectOptions {

@@ -13,7 +13,7 @@ type Tensor = TfNamespace.Tensor;
 type NumericDType = 'float32' | 'int32' | 'bool' | 'complex64';
 
 /** Numeric dtypes and the byte width of one element on the wire. */
-export const ELEMENT_BYTES: Readonly<Record<NumericDType, number>> = {
+const ELEMENT_BYTES: Readonly<Record<NumericDType, number>> = {
   float32: 4,
   int32: 4,
   bool: 1,
@@ -120,7 +120,7 @@ export function tensorStringBytes(tensor: Tensor): Uint8Array[] {
 }
 
 /** Number of elements of `shape`, checking every dimension. */
-export function elementCount(shape: unknown): number {
+function elementCount(shape: unknown): number {
   if (!Array.isArray(shape)) throw new SerializationError('tensor shape must be an array');
   let count = 1;
   for (const dim of shape) {
