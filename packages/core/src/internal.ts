@@ -25,6 +25,7 @@ export {
   hookEngine,
   keptClone,
   kernelDepth,
+  oncePerEngine,
   readTensorSync,
   shareTensorData,
   tensorFromInfo,

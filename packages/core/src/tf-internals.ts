@@ -112,8 +112,8 @@ export interface WasmHeap {
   heap(): Uint8Array;
   /** Where `dataId`'s bytes start in the heap; undefined when this backend does not hold it. */
   offsetOf(dataId: object): number | undefined;
-  /** Allocates an unwritten output of `shape` and `dtype` (the caller fills it), as a TensorInfo. */
-  makeOutput(shape: number[], dtype: string): TensorInfo;
+  /** Allocates unwritten memory for a tensor of `shape` and `dtype` (the caller fills it): the backend's `makeOutput`. */
+  allocate(shape: number[], dtype: string): TensorInfo;
 }
 
 const heaps = new WeakMap<object, WasmHeap>();
@@ -132,7 +132,7 @@ export function wasmHeapOf(backend: unknown): WasmHeap | undefined {
         const offset = wasm.dataIdMap.get(dataId)?.memoryOffset;
         return typeof offset === 'number' ? offset : undefined;
       },
-      makeOutput: (shape, dtype) => wasm.makeOutput(shape, dtype),
+      allocate: (shape, dtype) => wasm.makeOutput(shape, dtype),
     };
     heaps.set(wasm, face);
   }
@@ -179,6 +179,18 @@ export function complexOnCpu(real: Float32Array, imag: Float32Array, shape: numb
 }
 
 // ---- 6: hooking engine methods -----------------------------------------------------------
+
+/**
+ * Runs `install` the first time it is asked for `key` in this process: the
+ * mark is kept on the engine, which is global, so two copies of a module
+ * (two installed versions of a package) still hook the engine once.
+ */
+export function oncePerEngine(key: symbol, install: () => void): void {
+  const marks = engine as unknown as Record<symbol, true | undefined>;
+  if (marks[key]) return;
+  marks[key] = true;
+  install();
+}
 
 /**
  * Replaces the engine's method `name` with `wrap(original)`; `original` is

@@ -5,6 +5,9 @@
  * breaks one fails the test that names it.
  */
 import test from 'ava';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { tensorBackend, tf } from '../src/index.js';
 import {
   asInnerKernel,
@@ -72,7 +75,7 @@ test.serial('tf internals - 3, 4. the WASM backend keeps bytes in wasm.HEAPU8 at
     t.deepEqual([...new Float32Array(bytes.buffer)], [1.5, 2.5, 3.5], 'assumption 3: a tensor\'s bytes lie in HEAPU8 at memoryOffset');
     x.dispose();
 
-    const reserved = tensorFromInfo(heap!.makeOutput([2], 'int32'), heap!.backend);
+    const reserved = tensorFromInfo(heap!.allocate([2], 'int32'), heap!.backend);
     t.is(backendOfTensor(reserved), heap!.backend, 'assumption 4: makeTensorFromTensorInfo tracks the tensor on the given backend');
     const at = heap!.offsetOf(reserved.dataId)!;
     new Int32Array(heap!.heap().buffer, heap!.heap().byteOffset + at, 2).set([7, -8]);
@@ -215,4 +218,37 @@ test.serial('tf internals - 9. engine.clone copies a tensor under tf.grad, and t
     t.deepEqual([...copy!.dataSync()], [4, 5], 'assumption 9: engine.clone(x) has x\'s values');
     tf.dispose([copy!, dx]);
   });
+});
+
+/** What reaching TensorFlow.js internals looks like in source: the engine itself, its state, backends' private members. */
+const INTERNALS = [
+  /\btf\.engine\(\)/,
+  /\bENGINE\b/,
+  /\.state\.(?:tensorInfo|activeTape|gradientDepth|kernelDepth|numTensors)\b/,
+  /\.(?:dataIdMap|HEAPU8|memoryOffset|makeOutput|makeTensorInfo|makeTensorFromTensorInfo|makeTensorFromDataId|disposeIntermediateTensorInfo|saveTensorsForBackwardMode|addTapeNode|trackTensor|isTapeOn|readSync|incRef)\b/,
+  /\bfindBackend\(/,
+];
+
+test('tf internals - no source file of any package but tf-internals.ts reaches TensorFlow.js internals', (t) => {
+  const packages = fileURLToPath(new URL('../../../', import.meta.url));
+  const offenders: string[] = [];
+  for (const pkg of readdirSync(packages)) {
+    let entries;
+    try {
+      entries = readdirSync(join(packages, pkg, 'src'), { withFileTypes: true, recursive: true });
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
+      const file = join(entry.parentPath ?? entry.path, entry.name);
+      if (file.endsWith(join('core', 'src', 'tf-internals.ts'))) continue;
+      const lines = readFileSync(file, 'utf8').split('\n');
+      lines.forEach((line, i) => {
+        const code = line.replace(/\/\/.*$/, '').replace(/^\s*\*.*$/, '');
+        if (INTERNALS.some((pattern) => pattern.test(code))) offenders.push(`${file.slice(packages.length)}:${i + 1}: ${line.trim()}`);
+      });
+    }
+  }
+  t.deepEqual(offenders, []);
 });

@@ -20,7 +20,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { tf } from '@tensorbus/core';
-import { hookEngine } from '@tensorbus/core/internal';
+import { hookEngine, oncePerEngine } from '@tensorbus/core/internal';
 import { forEachTensor } from '../tensors.js';
 
 type Tensor = tf.Tensor;
@@ -79,13 +79,12 @@ const HOOKED = Symbol.for('tensorbus.callTensors.hooked');
 let collecting = 0;
 
 function install(): void {
-  const engine = tf.engine() as unknown as { [HOOKED]?: true };
-  if (engine[HOOKED]) return;
-  engine[HOOKED] = true;
   // trackTensor runs once for each tensor made (ops, tf.tensor, clones, decoded tensors), never for re-tracking by tf.tidy.
-  hookEngine('trackTensor', (trackTensor) => (tensor, backend) => {
-    trackTensor(tensor, backend);
-    if (collecting > 0) scope.getStore()?.add(tensor);
+  oncePerEngine(HOOKED, () => {
+    hookEngine('trackTensor', (trackTensor) => (tensor, backend) => {
+      trackTensor(tensor, backend);
+      if (collecting > 0) scope.getStore()?.add(tensor);
+    });
   });
 }
 

@@ -23,7 +23,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { tf } from '@tensorbus/core';
-import { asInnerKernel, gradientDepth, hookEngine, keptClone, kernelDepth, shareTensorData, withActiveTape, type TapeNode } from '@tensorbus/core/internal';
+import { asInnerKernel, gradientDepth, hookEngine, keptClone, kernelDepth, oncePerEngine, shareTensorData, withActiveTape, type TapeNode } from '@tensorbus/core/internal';
 
 type Tensor = tf.Tensor;
 
@@ -53,10 +53,10 @@ function activeRecorder(): Recorder | undefined {
 }
 
 function install(): void {
-  const engine = tf.engine() as unknown as { [HOOKED]?: true };
-  if (engine[HOOKED]) return;
-  engine[HOOKED] = true;
+  oncePerEngine(HOOKED, hookTape);
+}
 
+function hookTape(): void {
   hookEngine('isTapeOn', (isTapeOn) => () => {
     if (isTapeOn()) return true;
     return openContexts > 0 && suspended === 0 && kernelDepth() === 0 && activeRecorder() !== undefined;

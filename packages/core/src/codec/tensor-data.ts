@@ -66,7 +66,7 @@ export function reserveTensor(dtype: string, shape: number[], byteLength: number
   if (count * ELEMENT_BYTES[dtype] !== byteLength) {
     throw new SerializationError(`tensor of shape [${shape}] and dtype ${dtype} needs ${count * ELEMENT_BYTES[dtype]} bytes, the frame gives ${byteLength}`);
   }
-  const tensor = tensorFromInfo(wasm.makeOutput(shape, dtype), wasm.backend);
+  const tensor = tensorFromInfo(wasm.allocate(shape, dtype), wasm.backend);
   return {
     tensor,
     bytes: () => {
