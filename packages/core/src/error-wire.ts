@@ -8,6 +8,7 @@ import {
   DuplicateWorkerError,
   InvalidArgumentError,
   PermissionDeniedError,
+  MissingPackageError,
   RemoteError,
   RpcTimeoutError,
   RRefError,
@@ -85,6 +86,7 @@ const rebuilders = new Map<string, Rebuilder>([
   ['INVALID_ARGUMENT', (m, o) => new InvalidArgumentError(m, o)],
   ['DUPLICATE_WORKER', (m, o) => new DuplicateWorkerError(m, o)],
   ['PERMISSION_DENIED', (m, o) => new PermissionDeniedError(m, o)],
+  ['MISSING_PACKAGE', (m, o) => new MissingPackageError(m, o)],
   ['TRANSPORT', (m, o) => new TransportError(m, o)],
 ]);
 for (const code of ['RREF_NOT_OWNER', 'RREF_RELEASED', 'RREF_CREATION_FAILED', 'RREF_OWNER_LOST', 'RREF_LIMIT_EXCEEDED'] satisfies RRefErrorCode[]) {

@@ -30,6 +30,7 @@ export type ErrorCode =
   | 'INVALID_ARGUMENT'
   | 'DUPLICATE_WORKER'
   | 'PERMISSION_DENIED'
+  | 'MISSING_PACKAGE'
   | 'TRANSPORT';
 
 /** Options common to every tensorbus error. */
@@ -166,6 +167,20 @@ export class DuplicateWorkerError extends TensorbusError {
 export class PermissionDeniedError extends TensorbusError {
   constructor(message: string, options: TensorbusErrorOptions = {}) {
     super('PERMISSION_DENIED', message, options);
+  }
+}
+
+/**
+ * An optional package that a choice needs is not installed (e.g. `NATS_URL`
+ * is set but `@tensorbus/nats-transport` is missing). Not retryable: install
+ * the package named in the message, or choose otherwise.
+ */
+export class MissingPackageError extends TensorbusError {
+  /** The package that could not be found (undefined on an error rebuilt from the wire). */
+  readonly packageName: string | undefined;
+  constructor(message: string, options: TensorbusErrorOptions & { packageName?: string } = {}) {
+    super('MISSING_PACKAGE', message, options);
+    this.packageName = options.packageName;
   }
 }
 

@@ -52,6 +52,7 @@ export {
   InvalidArgumentError,
   DuplicateWorkerError,
   PermissionDeniedError,
+  MissingPackageError,
   TransportError,
 } from './errors.js';
 export type { ErrorCode, RRefErrorCode, AutogradErrorCode, RemoteErrorInfo, TensorbusErrorOptions } from './errors.js';

@@ -17,3 +17,19 @@ export type { BufferSource } from './buffer-pool.js';
 export { Owned } from './owned.js';
 export { elementBytes } from './codec/tensor-data.js';
 export { letGoPinned } from './owned-frame.js';
+export {
+  asInnerKernel,
+  backendOfTensor,
+  complexOnCpu,
+  gradientDepth,
+  hookEngine,
+  keptClone,
+  kernelDepth,
+  oncePerEngine,
+  readTensorSync,
+  shareTensorData,
+  tensorFromInfo,
+  wasmHeapOf,
+  withActiveTape,
+} from './tf-internals.js';
+export type { EngineHooks, TapeNode, WasmHeap } from './tf-internals.js';

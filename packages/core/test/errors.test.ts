@@ -4,6 +4,7 @@ import {
   defaultCodec as codec,
   DuplicateWorkerError,
   InvalidArgumentError,
+  MissingPackageError,
   PermissionDeniedError,
   RemoteError,
   RpcTimeoutError,
@@ -37,6 +38,7 @@ const everyError: TensorbusError[] = [
   new InvalidArgumentError('bad name'),
   new DuplicateWorkerError('taken'),
   new PermissionDeniedError('refused'),
+  new MissingPackageError('NATS_URL is set but @tensorbus/nats-transport is not installed', { packageName: '@tensorbus/nats-transport' }),
   new TransportError('connection lost'),
 ];
 

@@ -20,6 +20,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { tf } from '@tensorbus/core';
+import { hookEngine, oncePerEngine } from '@tensorbus/core/internal';
 import { forEachTensor } from '../tensors.js';
 
 type Tensor = tf.Tensor;
@@ -77,21 +78,14 @@ const HOOKED = Symbol.for('tensorbus.callTensors.hooked');
 /** Collections open in this process: the hook does nothing while it is 0. */
 let collecting = 0;
 
-interface TrackingEngine {
-  trackTensor(tensor: Tensor, backend: unknown): void;
-  [HOOKED]?: true;
-}
-
 function install(): void {
-  const engine = tf.engine() as unknown as TrackingEngine;
-  if (engine[HOOKED]) return;
-  engine[HOOKED] = true;
-  const trackTensor = engine.trackTensor;
   // trackTensor runs once for each tensor made (ops, tf.tensor, clones, decoded tensors), never for re-tracking by tf.tidy.
-  engine.trackTensor = function (this: TrackingEngine, tensor: Tensor, backend: unknown): void {
-    trackTensor.call(this, tensor, backend);
-    if (collecting > 0) scope.getStore()?.add(tensor);
-  };
+  oncePerEngine(HOOKED, () => {
+    hookEngine('trackTensor', (trackTensor) => (tensor, backend) => {
+      trackTensor(tensor, backend);
+      if (collecting > 0) scope.getStore()?.add(tensor);
+    });
+  });
 }
 
 /**

@@ -5,7 +5,7 @@
  * @module
  */
 import { InvalidArgumentError, localTransport, type Transport } from '@tensorbus/core';
-import { natsTransport } from '@tensorbus/nats-transport';
+import { natsTransportFromUrl } from '../nats-loader.js';
 import { validateWorkerName } from '../worker-info.js';
 import { resolvePeerLimits, type PeerLimits } from '../peer-limits.js';
 import { defaultLogger, type TensorbusLogger } from './call-log.js';
@@ -24,7 +24,11 @@ export interface MembershipTiming {
 export interface InitRpcOptions extends Partial<MembershipTiming> {
   /** Unique worker name in the namespace; default `TENSORBUS_NAME`. */
   name?: string;
-  /** A Transport or a promise of one; default NATS at `NATS_URL` when set, else `localTransport()`. */
+  /**
+   * A Transport or a promise of one; default NATS at `NATS_URL` when set
+   * (loads the optional `@tensorbus/nats-transport`: MissingPackageError
+   * when it is not installed), else `localTransport()`.
+   */
   transport?: Transport | Promise<Transport>;
   /** Static group size; default `TENSORBUS_WORLD_SIZE`. Without it the group is dynamic. */
   worldSize?: number;
@@ -109,7 +113,7 @@ export function resolveOptions(options: InitRpcOptions): ResolvedOptions {
   const transport = Promise.resolve(
     options.transport ??
       (process.env.NATS_URL
-        ? natsTransport({ servers: process.env.NATS_URL.split(','), namespace: process.env.TENSORBUS_NAMESPACE, name })
+        ? natsTransportFromUrl(process.env.NATS_URL, process.env.TENSORBUS_NAMESPACE, name)
         : localTransport()),
   );
   return {

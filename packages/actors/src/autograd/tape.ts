@@ -23,19 +23,11 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { tf } from '@tensorbus/core';
+import { asInnerKernel, gradientDepth, hookEngine, keptClone, kernelDepth, oncePerEngine, shareTensorData, withActiveTape, type TapeNode } from '@tensorbus/core/internal';
 
 type Tensor = tf.Tensor;
 
-/** A node of TensorFlow.js's tape (tfjs-core `tape.ts`). */
-export interface TapeNode {
-  id: number;
-  kernelName: string;
-  inputs: Record<string, Tensor>;
-  outputs: Tensor[];
-  saved?: Tensor[];
-  /** Absent when the op has no registered gradient. */
-  gradient?: (dys: Array<Tensor | null>) => Record<string, () => Tensor>;
-}
+export type { TapeNode };
 
 /** Where recorded nodes go: an open autograd context. */
 export interface Recorder {
@@ -47,29 +39,6 @@ export interface Recorder {
 
 /** The context the running code belongs to (set by `context()` and by calls that carry one). */
 export const recordingScope = new AsyncLocalStorage<Recorder>();
-
-interface EngineState {
-  activeTape: TapeNode[] | null;
-  gradientDepth: number;
-  kernelDepth: number;
-  tensorInfo: { get(dataId: object): { backend: Backend } | undefined };
-}
-
-interface Backend {
-  incRef(dataId: object): void;
-}
-
-type AddTapeNode = (kernelName: string, inputs: unknown, outputs: Tensor[], gradientsFunc: unknown, saved: Tensor[], attrs: unknown) => void;
-
-interface HookableEngine {
-  state: EngineState;
-  isTapeOn(): boolean;
-  addTapeNode: AddTapeNode;
-  saveTensorsForBackwardMode(tensors: Tensor[]): Tensor[];
-  makeTensorFromDataId(dataId: object, shape: number[], dtype: string, backend: Backend): Tensor;
-  clone(x: Tensor): Tensor;
-  keep<T extends Tensor>(x: T): T;
-}
 
 const HOOKED = Symbol.for('tensorbus.autograd.hooked');
 
@@ -84,39 +53,31 @@ function activeRecorder(): Recorder | undefined {
 }
 
 function install(): void {
-  const engine = tf.engine() as unknown as HookableEngine & { [HOOKED]?: true };
-  if (engine[HOOKED]) return;
-  engine[HOOKED] = true;
-  const isTapeOn = engine.isTapeOn;
-  const addTapeNode = engine.addTapeNode;
-  const saveTensorsForBackwardMode = engine.saveTensorsForBackwardMode;
+  oncePerEngine(HOOKED, hookTape);
+}
 
-  engine.isTapeOn = function (this: HookableEngine): boolean {
-    if (isTapeOn.call(this)) return true;
-    return openContexts > 0 && suspended === 0 && this.state.kernelDepth === 0 && activeRecorder() !== undefined;
-  };
+function hookTape(): void {
+  hookEngine('isTapeOn', (isTapeOn) => () => {
+    if (isTapeOn()) return true;
+    return openContexts > 0 && suspended === 0 && kernelDepth() === 0 && activeRecorder() !== undefined;
+  });
 
-  engine.saveTensorsForBackwardMode = function (this: HookableEngine, tensors: Tensor[]): Tensor[] {
+  hookEngine('saveTensorsForBackwardMode', (saveTensorsForBackwardMode) => (tensors) => {
     // Tape on for contexts only: share the buffers instead of copying them (the WASM backend's
     // clone copies). TensorFlow.js never writes a buffer in place (Variable.assign swaps
     // buffers), so a shared buffer still holds the value the op saw when backward runs.
-    if (this.state.gradientDepth > 0 || openContexts === 0 || suspended > 0 || activeRecorder() === undefined) {
-      return saveTensorsForBackwardMode.call(this, tensors);
+    if (gradientDepth() > 0 || openContexts === 0 || suspended > 0 || activeRecorder() === undefined) {
+      return saveTensorsForBackwardMode(tensors);
     }
-    return tensors.map((tensor) => {
-      const backend = this.state.tensorInfo.get(tensor.dataId)!.backend;
-      const shared = this.makeTensorFromDataId(tensor.dataId, tensor.shape, tensor.dtype, backend);
-      backend.incRef(tensor.dataId);
-      return this.keep(shared);
-    });
-  };
+    return tensors.map(shareTensorData);
+  });
 
-  engine.addTapeNode = function (this: HookableEngine, kernelName, inputs, outputs, gradientsFunc, saved, attrs): void {
-    const recorder = openContexts > 0 && suspended === 0 && this.state.kernelDepth === 0 ? activeRecorder() : undefined;
-    const userTape = this.state.gradientDepth > 0;
+  hookEngine('addTapeNode', (addTapeNode) => (kernelName, inputs, outputs, gradientsFunc, saved, attrs) => {
+    const recorder = openContexts > 0 && suspended === 0 && kernelDepth() === 0 ? activeRecorder() : undefined;
+    const userTape = gradientDepth() > 0;
     if (recorder === undefined) {
       if (userTape) {
-        addTapeNode.call(this, kernelName, inputs, outputs, gradientsFunc, saved, attrs);
+        addTapeNode(kernelName, inputs, outputs, gradientsFunc, saved, attrs);
       } else {
         // The tape was on only for contexts (e.g. a clone made while saving): nobody will use these.
         for (const tensor of saved) tensor.dispose();
@@ -124,30 +85,22 @@ function install(): void {
       return;
     }
     // A tf.grad running inside the context disposes its own tape's saved tensors: give the context copies.
-    const mine = userTape ? copies(this, saved) : saved;
+    const mine = userTape ? copies(saved) : saved;
     const scratch: TapeNode[] = [];
-    const tape = this.state.activeTape;
-    this.state.activeTape = scratch;
-    try {
-      // The engine builds the node (gradient lookup, zero-filled dys) as it does for tf.grad.
-      addTapeNode.call(this, kernelName, inputs, outputs, gradientsFunc, mine, attrs);
-    } finally {
-      this.state.activeTape = tape;
-    }
+    // The engine builds the node (gradient lookup, zero-filled dys) as it does for tf.grad.
+    withActiveTape(scratch, () => addTapeNode(kernelName, inputs, outputs, gradientsFunc, mine, attrs));
     const kept = scratch[0] !== undefined && recorder.record(scratch[0]);
     if (!kept) for (const tensor of mine) tensor.dispose();
-    if (userTape) addTapeNode.call(this, kernelName, inputs, outputs, gradientsFunc, saved, attrs);
-  };
+    if (userTape) addTapeNode(kernelName, inputs, outputs, gradientsFunc, saved, attrs);
+  });
 }
 
 /** Kept clones of `tensors`, made without recording anything. */
-function copies(engine: HookableEngine, tensors: Tensor[]): Tensor[] {
+function copies(tensors: Tensor[]): Tensor[] {
   suspended++;
-  engine.state.kernelDepth++;
   try {
-    return tensors.map((tensor) => engine.keep(engine.clone(tensor)));
+    return asInnerKernel(() => tensors.map(keptClone));
   } finally {
-    engine.state.kernelDepth--;
     suspended--;
   }
 }

@@ -14,7 +14,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { startNatsServer } from '@tensorbus/nats-transport';
+import { loadNatsTransport } from '../nats-loader.js';
 import type { LaunchArgs } from './args.js';
 
 /** Exit codes after an interrupt, as a shell reports them (128 + signal number). */
@@ -36,6 +36,10 @@ export async function launch(args: LaunchArgs): Promise<number> {
   let url = process.env.NATS_URL;
   let server: { stop(): Promise<void> } | undefined;
   if (!url) {
+    const { startNatsServer } = await loadNatsTransport(
+      'NATS_URL is not set, so `tensorbus launch` starts a nats-server,',
+      'or set NATS_URL=nats://host:4222 to use a running server',
+    );
     const started = await startNatsServer({ ownProcessGroup: true });
     server = started;
     url = started.url;

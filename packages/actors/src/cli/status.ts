@@ -3,7 +3,7 @@
  * @module
  */
 import { defaultCodec } from '@tensorbus/core';
-import { natsTransport } from '@tensorbus/nats-transport';
+import { loadNatsTransport } from '../nats-loader.js';
 import { MEMBERS_SUBJECT } from '../agent/subjects.js';
 import type { StatusArgs } from './args.js';
 
@@ -16,6 +16,7 @@ export interface WorkerStatus {
 /** Asks every worker of the namespace to answer within `waitMs`. */
 export async function listWorkers(args: StatusArgs): Promise<WorkerStatus[]> {
   if (!args.server) throw new Error('no server: pass --server nats://host:port or set NATS_URL');
+  const { natsTransport } = await loadNatsTransport('`tensorbus status` talks to NATS', 'where @tensorbus/actors is installed');
   const transport = await natsTransport({ servers: args.server.split(','), namespace: args.namespace, name: 'tensorbus-status' });
   const found = new Map<string, WorkerStatus>();
   const inbox = `tb.status.${process.pid}.${Date.now()}`;

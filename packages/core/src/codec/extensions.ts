@@ -30,7 +30,7 @@ export interface CodecExtension<T, W = unknown, C = unknown> {
 export type AnyCodecExtension = CodecExtension<unknown, unknown, unknown>;
 
 const registered = new Map<number, AnyCodecExtension>();
-/** The registered extensions in registration order, read on every encode. */
+/** The registered extensions in registration order, replayed to each new listener. */
 const ordered: AnyCodecExtension[] = [];
 const listeners = new Set<(ext: AnyCodecExtension) => void>();
 
@@ -69,11 +69,6 @@ export function registerExtension<T, W, C>(extension: CodecExtension<T, W, C>): 
   registered.set(extension.type, ext);
   ordered.push(ext);
   for (const listener of listeners) listener(ext);
-}
-
-/** @internal The registered extensions, in registration order (a live array: do not modify). */
-export function registeredExtensions(): readonly AnyCodecExtension[] {
-  return ordered;
 }
 
 /** @internal Calls `listener` for every registered extension, now and when registered later. */

@@ -7,8 +7,8 @@
 import { SerializationError } from '../errors.js';
 
 /** 'T', 'B': the first two bytes of every frame. */
-export const MAGIC_0 = 0x54;
-export const MAGIC_1 = 0x42;
+const MAGIC_0 = 0x54;
+const MAGIC_1 = 0x42;
 /** Version of the frame layout. */
 export const FRAME_VERSION = 1;
 /** Bytes before the envelope. */

@@ -23,10 +23,10 @@ export const EXT_MAP = 2;
 export const EXT_ERROR = 3;
 /** Types msgpackr itself writes (see docs/wire-format.md). */
 export const EXT_UNDEFINED = 0x00;
-export const EXT_BIGINT = 0x42;
-export const EXT_SET = 0x73;
+const EXT_BIGINT = 0x42;
+const EXT_SET = 0x73;
 export const EXT_TYPED_ARRAY = 0x74;
-export const EXT_TIMESTAMP = 0xff;
+const EXT_TIMESTAMP = 0xff;
 
 /** A value written as a tag followed by `payload`. */
 export class Tagged {

@@ -7,12 +7,13 @@
 import type * as TfNamespace from '@tensorflow/tfjs';
 import { SerializationError } from '../errors.js';
 import { tf } from '../tf.js';
+import { backendOfTensor, complexOnCpu, readTensorSync, tensorFromInfo, wasmHeapOf } from '../tf-internals.js';
 
 type Tensor = TfNamespace.Tensor;
 type NumericDType = 'float32' | 'int32' | 'bool' | 'complex64';
 
 /** Numeric dtypes and the byte width of one element on the wire. */
-export const ELEMENT_BYTES: Readonly<Record<NumericDType, number>> = {
+const ELEMENT_BYTES: Readonly<Record<NumericDType, number>> = {
   float32: 4,
   int32: 4,
   bool: 1,
@@ -34,32 +35,15 @@ export function checkReadable(tensor: Tensor): void {
   }
 }
 
-interface WasmBackendLike {
-  dataIdMap: { get(dataId: object): { memoryOffset?: unknown } | undefined };
-  wasm: { HEAPU8: Uint8Array };
-  makeOutput(shape: number[], dtype: string): TfNamespace.TensorInfo;
-}
-
-/** The backend that holds `tensor`'s data (tensors of one process can live on several). */
-function backendOf(tensor: Tensor): unknown {
-  const state = (tf.engine() as unknown as { state?: { tensorInfo?: WeakMap<object, { backend?: unknown }> } }).state;
-  return state?.tensorInfo?.get(tensor.dataId)?.backend;
-}
-
-function isWasmBackend(backend: unknown): backend is WasmBackendLike {
-  const b = backend as Partial<WasmBackendLike> | undefined;
-  return typeof b?.dataIdMap?.get === 'function' && b.wasm?.HEAPU8 instanceof Uint8Array;
-}
-
 /** True when `tensor`'s bytes lie in the WASM heap of the active backend, where they can be read in place at any time. */
 export function inActiveWasmHeap(tensor: Tensor): boolean {
-  const backend = backendOf(tensor);
-  return tensor.dtype !== 'complex64' && tensor.dtype !== 'string' && isWasmBackend(backend) && backend === (tf.backend() as unknown);
+  const backend = backendOfTensor(tensor);
+  return tensor.dtype !== 'complex64' && tensor.dtype !== 'string' && wasmHeapOf(backend) !== undefined && backend === (tf.backend() as unknown);
 }
 
 /** True when the active backend keeps tensors in a WASM heap. */
 export function activeBackendIsWasm(): boolean {
-  return isWasmBackend(tf.backend());
+  return wasmHeapOf(tf.backend()) !== undefined;
 }
 
 /** A tensor whose memory is allocated but not yet written, and a fresh view of that memory. */
@@ -76,19 +60,18 @@ export interface ReservedTensor {
  * @throws SerializationError when `byteLength` does not match the shape.
  */
 export function reserveTensor(dtype: string, shape: number[], byteLength: number): ReservedTensor | undefined {
-  const backend = tf.backend();
-  if (!isWasmBackend(backend) || (dtype !== 'float32' && dtype !== 'int32' && dtype !== 'bool')) return undefined;
+  const wasm = wasmHeapOf(tf.backend());
+  if (wasm === undefined || (dtype !== 'float32' && dtype !== 'int32' && dtype !== 'bool')) return undefined;
   const count = elementCount(shape);
   if (count * ELEMENT_BYTES[dtype] !== byteLength) {
     throw new SerializationError(`tensor of shape [${shape}] and dtype ${dtype} needs ${count * ELEMENT_BYTES[dtype]} bytes, the frame gives ${byteLength}`);
   }
-  const info = backend.makeOutput(shape, dtype);
-  const tensor = tf.engine().makeTensorFromTensorInfo(info, backend as unknown as TfNamespace.KernelBackend);
+  const tensor = tensorFromInfo(wasm.allocate(shape, dtype), wasm.backend);
   return {
     tensor,
     bytes: () => {
-      const offset = backend.dataIdMap.get(tensor.dataId)?.memoryOffset as number;
-      return backend.wasm.HEAPU8.subarray(offset, offset + byteLength);
+      const offset = wasm.offsetOf(tensor.dataId)!;
+      return wasm.heap().subarray(offset, offset + byteLength);
     },
   };
 }
@@ -101,16 +84,16 @@ export function reserveTensor(dtype: string, shape: number[], byteLength: number
 export function tensorBytes(tensor: Tensor, byteLength: number): Uint8Array {
   checkReadable(tensor);
   if (byteLength === 0) return new Uint8Array(0);
-  const backend = backendOf(tensor);
-  if (tensor.dtype !== 'complex64' && isWasmBackend(backend)) {
+  const wasm = tensor.dtype !== 'complex64' ? wasmHeapOf(backendOfTensor(tensor)) : undefined;
+  if (wasm !== undefined) {
     // The WASM backend's readSync copies out of its heap; viewing the heap saves that copy.
-    const offset = backend.dataIdMap.get(tensor.dataId)?.memoryOffset;
-    const heap = backend.wasm.HEAPU8;
+    const offset = wasm.offsetOf(tensor.dataId);
+    const heap = wasm.heap();
     if (typeof offset === 'number' && offset > 0 && offset + byteLength <= heap.byteLength) {
       return heap.subarray(offset, offset + byteLength);
     }
   }
-  let values = tf.engine().readSync(tensor.dataId) as unknown as ArrayBufferView;
+  let values = readTensorSync(tensor) as ArrayBufferView;
   const Wanted = tensor.dtype === 'int32' ? Int32Array : tensor.dtype === 'bool' ? Uint8Array : Float32Array;
   if (!(values instanceof Wanted)) {
     // A backend that keeps this dtype in another array type (rare): convert.
@@ -126,7 +109,7 @@ export function tensorBytes(tensor: Tensor, byteLength: number): Uint8Array {
 /** The raw bytes of each string of a string tensor (tfjs strings are byte strings). */
 export function tensorStringBytes(tensor: Tensor): Uint8Array[] {
   checkReadable(tensor);
-  const values = tf.engine().readSync(tensor.dataId) as unknown as ArrayLike<Uint8Array | string>;
+  const values = readTensorSync(tensor) as ArrayLike<Uint8Array | string>;
   const out = new Array<Uint8Array>(values.length);
   const encoder = new TextEncoder();
   for (let i = 0; i < values.length; i++) {
@@ -137,7 +120,7 @@ export function tensorStringBytes(tensor: Tensor): Uint8Array[] {
 }
 
 /** Number of elements of `shape`, checking every dimension. */
-export function elementCount(shape: unknown): number {
+function elementCount(shape: unknown): number {
   if (!Array.isArray(shape)) throw new SerializationError('tensor shape must be an array');
   let count = 1;
   for (const dim of shape) {
@@ -240,21 +223,7 @@ function complexFromInterleaved(interleaved: Float32Array, shape: number[]): Ten
   if (tf.getKernel('Complex', tf.getBackend())) {
     return tf.tidy(() => tf.complex(tf.tensor(real, shape), tf.tensor(imag, shape)));
   }
-  const engine = tf.engine();
-  const cpu = engine.findBackend('cpu') as unknown as {
-    makeTensorInfo(shape: number[], dtype: string, values: Float32Array): TfNamespace.TensorInfo;
-    disposeIntermediateTensorInfo(info: TfNamespace.TensorInfo): void;
-  } | null;
-  const complexKernel = tf.getKernel('Complex', 'cpu');
-  if (!cpu || !complexKernel) throw new SerializationError('complex64 tensors need the CPU backend, which is not registered');
-  const realInfo = cpu.makeTensorInfo(shape, 'float32', real);
-  const imagInfo = cpu.makeTensorInfo(shape, 'float32', imag);
-  const info = complexKernel.kernelFunc({
-    inputs: { real: realInfo, imag: imagInfo },
-    backend: cpu as unknown as TfNamespace.KernelBackend,
-    attrs: {},
-  }) as TfNamespace.TensorInfo;
-  cpu.disposeIntermediateTensorInfo(realInfo);
-  cpu.disposeIntermediateTensorInfo(imagInfo);
-  return engine.makeTensorFromTensorInfo(info, cpu as unknown as TfNamespace.KernelBackend);
+  const onCpu = complexOnCpu(real, imag, shape);
+  if (onCpu === undefined) throw new SerializationError('complex64 tensors need the CPU backend, which is not registered');
+  return onCpu;
 }

@@ -19,7 +19,7 @@ export const SERVER_NAME = 'server';
 export const CLIENT_NAMES = ['client1', 'client2', 'client3'] as const;
 
 /** The environment variable the config file reads `user`'s password from. */
-export function passwordVariable(user: string): string {
+function passwordVariable(user: string): string {
   return `FED_${user.toUpperCase()}_PASS`;
 }
 

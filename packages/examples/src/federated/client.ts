@@ -22,7 +22,7 @@ type Tensor = TfNamespace.Tensor;
 const FIRST_ROUND_TIMEOUT_MS = 120_000;
 
 /** Plain minibatch SGD from `weights` for `epochs` over `data`; returns new tensors. */
-export function trainLocally(weights: Tensor[], data: Split, settings: Settings, seed: number): Tensor[] {
+function trainLocally(weights: Tensor[], data: Split, settings: Settings, seed: number): Tensor[] {
   const random = seededRandom(seed);
   let params = weights.map((w) => w.clone());
   for (let epoch = 0; epoch < settings.localEpochs; epoch++) {

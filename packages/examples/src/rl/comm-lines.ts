@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The marker that ends every communication line. */
-export const COMM_MARK = '// comm';
+const COMM_MARK = '// comm';
 
 /** The folder of the example's TypeScript sources (from `dist/src/rl/` back to `src/rl/`). */
 export const RL_SOURCES = fileURLToPath(new URL('../../../src/rl/', import.meta.url));

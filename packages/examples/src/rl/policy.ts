@@ -17,7 +17,7 @@ import type * as TfNamespace from '@tensorflow/tfjs';
 type Tensor = TfNamespace.Tensor;
 
 /** Sizes of the network. */
-export const POLICY_SHAPE = { inputs: 4, hidden: 128, actions: 2 } as const;
+const POLICY_SHAPE = { inputs: 4, hidden: 128, actions: 2 } as const;
 
 /**
  * A softmax policy over CartPole's actions.
