@@ -16,6 +16,7 @@ import {
   WorkerUnavailableError,
   Frame,
   payloadFrame,
+  RequestFailure,
   type BeaconSlot,
   type BeaconSpec,
   type InboundMessage,
@@ -331,7 +332,7 @@ export class NatsTransport implements Transport {
     const pending = this.pending.get(token);
     if (!pending) return;
     if (msg.headers?.code === 503) {
-      pending.reject(new WorkerUnavailableError(`no responders on '${pending.subject.slice(this.prefix.length)}'`));
+      pending.reject(new WorkerUnavailableError(`no responders on '${pending.subject.slice(this.prefix.length)}'`, { reason: RequestFailure.NoResponders }));
       return;
     }
     this.direct?.learnRoute(pending.subject, msg.headers?.get(H_ROUTE));

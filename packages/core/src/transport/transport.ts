@@ -114,6 +114,26 @@ export interface FrameSink {
   adopt?(bytes: DeferredBytes): boolean;
 }
 
+/**
+ * Why a request failed without an answer, as a transport says it on the
+ * `WorkerUnavailableError` it rejects with (its `reason`). Callers decide by
+ * these constants, never by the error's text. A closed set: a transport that
+ * cannot tell leaves `reason` undefined.
+ */
+export const RequestFailure = {
+  /** Nobody subscribed to the subject when the request was sent: it was never delivered. */
+  NoResponders: 'no-responders',
+  /**
+   * The request was (or may have been) delivered, and the responder's end
+   * went away before it answered: its process died or closed its transport.
+   * The request may have run.
+   */
+  ResponderLost: 'responder-lost',
+} as const;
+
+/** One of {@link RequestFailure}'s values. */
+export type RequestFailureReason = (typeof RequestFailure)[keyof typeof RequestFailure];
+
 /** Options of {@link Transport.request}. */
 export interface RequestOptions {
   /** Reject with `RpcTimeoutError` after this many ms; 0 or undefined = never. */
@@ -233,9 +253,13 @@ export interface Transport {
    * Sends `data` to `subject` and resolves with the first reply, a frame the
    * caller owns (release it, or hand it to `codec.decode`). A frame sent stays
    * the caller's share: the transport takes its own for as long as it reads it.
-   * Rejects with `WorkerUnavailableError` when nobody listens on `subject`,
-   * `RpcTimeoutError` on timeout, an `AbortError` when aborted, `ShutdownError`
-   * after close.
+   * Rejects with `WorkerUnavailableError` whose `reason` is
+   * {@link RequestFailure}`.NoResponders` when nobody listens on `subject`, or
+   * `.ResponderLost` when the responder's end went away with the request in
+   * flight (where the transport can see it: the in-process bus, the NATS
+   * transport's direct and shared-memory routes); `RpcTimeoutError` on
+   * timeout, an `AbortError` when aborted, `ShutdownError` after close,
+   * `TransportError` when the transfer itself failed.
    */
   request(subject: string, data: Payload, options?: RequestOptions): Promise<Frame>;
   /** Fire-and-forget delivery to every subscriber of `subject` (a frame stays the caller's share). */

@@ -3,7 +3,7 @@
  * server on a pooled connection (see direct-protocol.ts).
  * @module
  */
-import { Frame, payloadFrame, TransportError, WorkerUnavailableError, type Payload } from '@tensorbus/core';
+import { Frame, payloadFrame, RequestFailure, TransportError, WorkerUnavailableError, type Payload } from '@tensorbus/core';
 import { readSegmentRef, SEGMENT_REF_BYTES, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
@@ -72,7 +72,7 @@ function lostError(error: ConnectionLostError, subject: string, delivered: boole
   // Before the connection opened nothing was delivered; after, the request may have run and
   // its responder is gone (a process whose port closes has died or closed its transport).
   if (!delivered) return new RouteUnavailableError(error.message, { cause: error });
-  return new WorkerUnavailableError(`the responder of '${subject}' went away with the request in flight (${error.message})`, { cause: error });
+  return new WorkerUnavailableError(`the responder of '${subject}' went away with the request in flight (${error.message})`, { cause: error, reason: RequestFailure.ResponderLost });
 }
 
 /** Sends requests over direct routes, one pooled connection per data port. */
