@@ -353,24 +353,23 @@ export class NatsTransport implements Transport {
       if (type === 'disconnect' || type === 'reconnecting') this.setStatus('reconnecting');
       else if (type === 'reconnect') this.setStatus('connected');
       // The client puts a permission violation's operation and subject beside its error code, not in it.
-      else if (type === 'error') this.onAsyncError((status as { permissionContext?: unknown }).permissionContext ?? status.data);
+      else if (type === 'error') this.onAsyncError((status as { permissionContext?: unknown }).permissionContext);
     }
   }
 
-  /** A permissions violation fails the requests it concerns instead of letting them time out. */
+  /**
+   * A permissions violation fails the requests it concerns instead of letting
+   * them time out. The client (nats 2.x) parses the server's text into
+   * `permissionContext` (operation, subject) beside the error code: that is
+   * what is read here, never the text.
+   */
   private onAsyncError(data: unknown): void {
-    const given = data as { operation?: unknown; subject?: unknown; permissionContext?: { operation: string; subject: string } } | undefined;
-    let context = typeof given?.operation === 'string' && typeof given.subject === 'string' ? (given as { operation: string; subject: string }) : given?.permissionContext;
-    if (!context) {
-      // Some client versions report only the server's text: Permissions Violation for Publish to "subject".
-      const text = data instanceof Error ? data.message : String(data);
-      const match = /Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?/i.exec(text);
-      if (!match) return;
-      context = { operation: match[1]!.toLowerCase() === 'publish' ? 'publish' : 'subscription', subject: match[2]! };
-    }
+    const context = data as { operation?: unknown; subject?: unknown } | undefined;
+    if (typeof context?.operation !== 'string' || typeof context.subject !== 'string') return;
+    const { operation, subject } = context;
     for (const pending of [...this.pending.values()]) {
-      if (context.operation === 'publish' ? pending.subject === context.subject : context.subject.startsWith(this.inbox)) {
-        pending.reject(permissionError(context.operation, context.subject, data));
+      if (operation === 'publish' ? pending.subject === subject : subject.startsWith(this.inbox)) {
+        pending.reject(permissionError(operation, subject, data));
       }
     }
   }
