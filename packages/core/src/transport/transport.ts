@@ -1,11 +1,22 @@
 /**
- * The narrow interface every transport implements: request/reply with timeout
- * and abort, publish, subscribe, a connection status stream, and close.
- * Subjects are dot-separated tokens as in NATS (`a.b.c`, wildcards `*` and `>`
- * in subscriptions). A transport carries bytes; it knows nothing of tensors.
+ * The interface every transport implements. Subjects are dot-separated tokens
+ * as in NATS (`a.b.c`, wildcards `*` and `>` in subscriptions).
  *
- * A new transport is these six members; `localTransport()` (in-process) and
- * `natsTransport()` (NATS) implement it, and one conformance suite tests both.
+ * A transport is ten members ({@link Transport}): `kind`, `maxPayload`,
+ * `status$` (a connection status stream), `request` (request/reply with
+ * timeout and abort), `publish`, `subscribe`, `flush` and `close`, and two
+ * optional ones, `takesDeferredBytes` and `startBeacon`. It decodes no
+ * tensors, but it knows the shapes their bytes travel in: a payload is plain
+ * bytes, a {@link Frame} (shared, pooled memory the sender keeps its share of)
+ * or {@link DeferredBytes} (a frame whose tensor bytes are read out of tensor
+ * memory only as they are sent, for transports that set
+ * `takesDeferredBytes`); a reply may be written piece by piece into a
+ * {@link FrameSink} (the codec's streaming decoder, straight into tensor
+ * memory); and a failed request says why on its error
+ * ({@link RequestFailure}).
+ *
+ * `localTransport()` (in-process) and `natsTransport()` (NATS) implement it,
+ * and one conformance suite tests both.
  * @module
  */
 import type { Observable } from 'rxjs';

@@ -10,12 +10,10 @@ import { Frame, TransportError, type FrameSink } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
 import type { SocketEnds } from '../shm/socket-peer.js';
-import { OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE, REPLY_SHM } from './direct-protocol.js';
+import { COALESCE_BYTES, OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE, REPLY_SHM } from './direct-protocol.js';
 
 /** How long a connection may take to open, ms. */
 const CONNECT_TIMEOUT_MS = 2_000;
-/** Payloads below this go out in one write with their header. */
-const COALESCE_BYTES = 64 * 1024;
 
 /** A reply: its status and bytes (a frame the request's caller owns: release it when done; empty when a sink took them). */
 export interface PeerReply {
