@@ -406,7 +406,11 @@ export async function natsTransport(options: NatsTransportOptions = {}): Promise
   if (!directOff) {
     try {
       const encrypted = busEncrypted(options, connection.servers as string[], nc.info);
-      direct = await DirectPlane.start(options.direct || {}, options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS, options.maxTransferBytes ?? 2 ** 31 - 1, encrypted);
+      direct = await DirectPlane.start(options.direct || {}, {
+        stallTimeoutMs: options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS,
+        maxTransferBytes: options.maxTransferBytes ?? 2 ** 31 - 1,
+        confined: encrypted,
+      });
     } catch (error) {
       await nc.close();
       throw new TransportError(`cannot open the direct data port: ${(error as Error).message} (set direct: false to go through NATS only)`, { cause: error });

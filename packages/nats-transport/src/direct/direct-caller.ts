@@ -75,6 +75,15 @@ function lostError(error: ConnectionLostError, subject: string, delivered: boole
   return new WorkerUnavailableError(`the responder of '${subject}' went away with the request in flight (${error.message})`, { cause: error, reason: RequestFailure.ResponderLost });
 }
 
+/** A request placed in this process's shared memory (see {@link DirectCaller.callShared}). */
+interface SharedCall {
+  subject: string;
+  token: Buffer;
+  data: Frame;
+  ref: SegmentRef;
+  replySink: ReplySinkFactory | undefined;
+}
+
 /** Sends requests over direct routes, one pooled connection per data port. */
 export class DirectCaller {
   /** Requests answered over direct routes so far (for tests and the benchmark). */
@@ -141,7 +150,7 @@ export class DirectCaller {
     const placed = sameHost && this.segments ? this.segments.place(payload) : undefined;
     if (placed?.ref) {
       // The frame in the segment goes as a reference; callShared takes that share.
-      const reply = await this.callShared(connection, subject, route.token, placed.data as Frame, placed.ref, sink);
+      const reply = await this.callShared(connection, { subject, token: route.token, data: placed.data as Frame, ref: placed.ref, replySink: sink });
       if (sunk) this.streamedReceived++;
       if (reply) return reply;
       // The responder cannot map this process's memory: send the bytes, from now on.
@@ -182,11 +191,14 @@ export class DirectCaller {
   }
 
   /**
-   * Sends a request that lies in this process's segment `ref` as a reference,
-   * taking the share `data` (lent to the responder until it gives it back).
-   * Resolves undefined when the responder cannot map it (nothing delivered).
+   * Sends a request to `subject` on the route `token` that lies in this
+   * process's segment `ref` as a reference, taking the share `data` (lent to
+   * the responder until it gives it back); a reply too large for shared
+   * memory may go into `replySink`. Resolves undefined when the responder
+   * cannot map it (nothing delivered).
    */
-  private async callShared(connection: PeerConnection, subject: string, token: Buffer, data: Frame, ref: SegmentRef, replySink: ReplySinkFactory | undefined): Promise<Frame | undefined> {
+  private async callShared(connection: PeerConnection, call: SharedCall): Promise<Frame | undefined> {
+    const { subject, token, data, ref, replySink } = call;
     connection.lend(ref, data);
     let status: number;
     let body: Frame;
