@@ -10,7 +10,7 @@
  * ```
  * @module
  */
-import type { RequestFailureReason } from './transport/transport.js';
+import type { RequestFailureReason } from './transport/request-failure.js';
 
 /** Stable error codes, one per failure kind. */
 export type ErrorCode =
@@ -99,7 +99,7 @@ export class RemoteError extends TensorbusError {
 
 /** Options of {@link WorkerUnavailableError}. */
 export interface WorkerUnavailableErrorOptions extends TensorbusErrorOptions {
-  /** Why, when a transport knows it (see `RequestFailure` in transport.ts). */
+  /** Why, when a transport knows it (see `RequestFailure` in transport/request-failure.ts). */
   reason?: RequestFailureReason;
 }
 

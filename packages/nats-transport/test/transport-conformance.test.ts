@@ -85,6 +85,20 @@ for (const kind of transportKinds()) {
     await close();
   });
 
+  test(t('closing a transport with a request pending that it serves itself rejects it with ShutdownError, not as a lost responder'), async (tt) => {
+    const { a, close } = await pair(kind);
+    let received = 0;
+    a.subscribe('self.silent', () => received++);
+    await a.flush();
+    const pending = a.request('self.silent', new Uint8Array(1), { timeoutMs: 0 });
+    const deadline = Date.now() + 5_000;
+    while (received === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    tt.is(received, 1);
+    await a.close();
+    await tt.throwsAsync(pending, { instanceOf: ShutdownError });
+    await close();
+  });
+
   test(t('1,000 requests in flight are all answered with their own data'), async (tt) => {
     const { a, close } = await pair(kind);
     const replies = await Promise.all(Array.from({ length: 1_000 }, (_, i) => a.request('echo', new Uint8Array([i & 255, i >> 8]), { timeoutMs: 20_000 })));

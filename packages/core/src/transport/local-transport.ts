@@ -243,13 +243,14 @@ class LocalTransport implements Transport {
     this.closed = true;
     for (const listener of this.mine) this.bus.listeners.delete(listener);
     this.mine.clear();
+    // Its own requests first (one it serves itself is cut off by the close, not lost by a responder).
+    for (const fail of [...this.pending]) fail(new ShutdownError('the transport was closed while a request was pending'));
     // Requests this transport received and never answered: their requesters learn it at once.
     for (const request of [...this.serving]) {
       request.holders.delete(this);
       if (request.holders.size === 0) request.lost();
     }
     this.serving.clear();
-    for (const fail of [...this.pending]) fail(new ShutdownError('the transport was closed while a request was pending'));
     this.status$.next('closed');
     this.status$.complete();
   }

@@ -125,25 +125,7 @@ export interface FrameSink {
   adopt?(bytes: DeferredBytes): boolean;
 }
 
-/**
- * Why a request failed without an answer, as a transport says it on the
- * `WorkerUnavailableError` it rejects with (its `reason`). Callers decide by
- * these constants, never by the error's text. A closed set: a transport that
- * cannot tell leaves `reason` undefined.
- */
-export const RequestFailure = {
-  /** Nobody subscribed to the subject when the request was sent: it was never delivered. */
-  NoResponders: 'no-responders',
-  /**
-   * The request was (or may have been) delivered, and the responder's end
-   * went away before it answered: its process died or closed its transport.
-   * The request may have run.
-   */
-  ResponderLost: 'responder-lost',
-} as const;
-
-/** One of {@link RequestFailure}'s values. */
-export type RequestFailureReason = (typeof RequestFailure)[keyof typeof RequestFailure];
+export { RequestFailure, type RequestFailureReason } from './request-failure.js';
 
 /** Options of {@link Transport.request}. */
 export interface RequestOptions {
