@@ -155,7 +155,7 @@ export class NatsTransport implements Transport {
     if (this.closed) throw new ShutdownError('the NATS transport is closed');
     const strip = this.prefix.length;
     const full = this.prefix + subject;
-    checkSubject(full, 'subject', true);
+    checkSubject(full, 'subject', { wildcards: true });
     // A subject only this subscriber serves can be reached directly: replies tell requesters how.
     const route = options.exclusive && !options.queue
       ? this.direct?.serve(full, (data, respond) => handler({ subject, data, reply: 'direct', respond: (answer) => !this.closed && respond(answer) }))

@@ -23,9 +23,10 @@ const TOKEN = /^[\x21-\x2d\x2f-\x7e]+$/;
  * Throws {@link InvalidArgumentError} unless `subject` is a NATS subject that
  * cannot be read as more than one protocol line: 1 to {@link MAX_SUBJECT_LENGTH}
  * printable ASCII characters without spaces, dot-separated tokens none of them
- * empty. Wildcard tokens (`*`, `>` last) are allowed only where `wildcards`.
+ * empty. Wildcard tokens (`*`, `>` last) are allowed only with `wildcards`
+ * (a subscription's subject).
  */
-export function checkSubject(subject: unknown, role: 'subject' | 'reply subject', wildcards = false): asserts subject is string {
+export function checkSubject(subject: unknown, role: 'subject' | 'reply subject', { wildcards = false }: { wildcards?: boolean } = {}): asserts subject is string {
   const bad = (why: string): never => {
     throw new InvalidArgumentError(`invalid NATS ${role} ${JSON.stringify(typeof subject === 'string' ? subject.slice(0, 200) : subject)}: ${why}`);
   };
@@ -43,9 +44,9 @@ export function checkSubject(subject: unknown, role: 'subject' | 'reply subject'
 }
 
 /** True when `subject` passes {@link checkSubject}. */
-export function isValidSubject(subject: unknown, wildcards = false): boolean {
+export function isValidSubject(subject: unknown, { wildcards = false }: { wildcards?: boolean } = {}): boolean {
   try {
-    checkSubject(subject, 'subject', wildcards);
+    checkSubject(subject, 'subject', { wildcards });
     return true;
   } catch {
     return false;

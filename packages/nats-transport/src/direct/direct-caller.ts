@@ -118,10 +118,10 @@ export class DirectCaller {
     maxReplyBytes = 2 ** 31 - 1,
     idleCloseMs = 0,
   ) {
-    this.pool = new ConnectionPool(undefined, (_endpoint, connection) => {
+    this.pool = new ConnectionPool({ maxReplyBytes, idleCloseMs }, (_endpoint, connection) => {
       const responder = this.responders.get(connection);
       if (responder) this.segments?.forgetProcess(responder.pid);
-    }, maxReplyBytes, idleCloseMs);
+    });
   }
 
   /** True when `route` can be used from here (a loopback endpoint only on the same host). */
