@@ -4,7 +4,11 @@
  * the server's `max_payload`. Small messages go out as they are, with no
  * header and no copy; large ones are fetched by the receiver over the direct
  * data plane (TCP between the two processes) where it can reach the sender,
- * else pulled in chunks through NATS.
+ * else pulled in chunks through NATS. Requests to a subject one subscriber
+ * serves alone (a worker's calls) go on its direct route once a reply named
+ * it (direct/direct-plane.ts), in shared memory on one host. Pending requests
+ * live in request/ (a table by token, each settled once); this file chooses
+ * the route.
  * @module
  */
 import { BehaviorSubject } from 'rxjs';
