@@ -2,7 +2,7 @@ import test from 'ava';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { RemoteError, RpcTimeoutError, tf, WorkerUnavailableError } from '@tensorbus/core';
+import { RemoteError, RequestFailure, RpcTimeoutError, tf, WorkerUnavailableError } from '@tensorbus/core';
 import type { DirectStats } from '@tensorbus/nats-transport';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { startProcessGroup, TIMING, type Timing } from './process-group.js';
@@ -87,6 +87,23 @@ test.serial('nats processes - a killed peer fails pending and new calls fast', a
   t.regex(error!.message, /p1/);
   await t.throwsAsync(async () => agent.rpcSync('p1', whoAmI, []), { instanceOf: WorkerUnavailableError });
   await agent.shutdown({ timeoutMs: 2_000 });
+});
+
+test.serial('nats processes - a call to a killed callee says it went away during the call; a name nobody serves says it is not in the group', async (t) => {
+  // Relaxed failure detection: the transport, not membership, tells the caller.
+  const { agent, children } = await group(2);
+  const nobody = await t.throwsAsync(agent.rpcSync('nobody', whoAmI, []), { instanceOf: WorkerUnavailableError });
+  t.is(nobody!.reason, RequestFailure.NoResponders);
+  t.regex(nobody!.message, /'nobody' is not in the group/);
+  t.is(await agent.rpcSync('p1', whoAmI, []), 'p1');
+  const pending = t.throwsAsync(agent.rpcSync('p1', sleep, [60_000], { timeoutMs: 0 }), { instanceOf: WorkerUnavailableError });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  children[0]!.kill('SIGKILL');
+  const lost = await pending;
+  t.is(lost!.reason, RequestFailure.ResponderLost);
+  t.regex(lost!.message, /'p1' went away during the call of 'test\.sleep'/);
+  // p1 is not yet declared failed (relaxed timing): a graceful shutdown would wait for it.
+  await agent.shutdown({ graceful: false });
 });
 
 function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {

@@ -1,6 +1,6 @@
 import test from 'ava';
 import type { Tensor } from '@tensorflow/tfjs';
-import { InvalidArgumentError, localTransport, RemoteError, RpcFuture, RpcTimeoutError, SerializationError, STREAM_MIN_BYTES, tf, UnknownFunctionError, type Transport } from '@tensorbus/core';
+import { InvalidArgumentError, localTransport, RemoteError, RequestFailure, WorkerUnavailableError, RpcFuture, RpcTimeoutError, SerializationError, STREAM_MIN_BYTES, tf, UnknownFunctionError, type Transport } from '@tensorbus/core';
 import type { DirectStats } from '@tensorbus/nats-transport';
 import { addNumbers, add, callerOf, echo, tile, fail, failAsync, hop, nested, returnsFunction, sleep, whoAmI } from './fixtures/functions.js';
 import { bytesOf, eventually, patternTensor, startGroup, stopAll, transportKinds } from './helpers.js';
@@ -73,6 +73,24 @@ for (const kind of transportKinds()) {
     await tt.throwsAsync(async () => a!.rpcSync(7, echo, [1]), { code: 'WORKER_UNAVAILABLE' });
     await tt.throwsAsync(a!.rpcSync('nobody', echo, [1]), { code: 'WORKER_UNAVAILABLE' });
     tt.is(await a!.rpcSync('b', echo, ['still fine']), 'still fine');
+    await stopAll(agents);
+  });
+
+  test(t('a name nobody serves and a callee that goes away mid-call fail with different reasons'), async (tt) => {
+    // Membership is slow here on purpose: the transport, not the failure detector, tells the caller.
+    const agents = await startGroup(kind, ['a', 'b'], { heartbeatMs: 100, failureTimeoutMs: 20_000 });
+    const [a, b] = agents as [typeof agents[0], typeof agents[0]];
+    const nobody = await tt.throwsAsync(a.rpcSync('nobody', echo, [1]), { instanceOf: WorkerUnavailableError });
+    tt.is(nobody!.reason, RequestFailure.NoResponders);
+    tt.regex(nobody!.message, /'nobody' is not in the group/);
+    tt.is(await a.rpcSync('b', echo, [1]), 1);
+    const pending = tt.throwsAsync(a.rpcSync('b', sleep, [5_000], { timeoutMs: 0 }), { instanceOf: WorkerUnavailableError });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // b's connection goes without a goodbye, as when its process dies.
+    await b.transport.close();
+    const lost = await pending;
+    tt.is(lost!.reason, RequestFailure.ResponderLost);
+    tt.regex(lost!.message, /'b' went away during the call of 'test\.sleep'/);
     await stopAll(agents);
   });
 

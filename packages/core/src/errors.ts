@@ -10,6 +10,7 @@
  * ```
  * @module
  */
+import type { RequestFailureReason } from './transport/request-failure.js';
 
 /** Stable error codes, one per failure kind. */
 export type ErrorCode =
@@ -97,10 +98,24 @@ export class RemoteError extends TensorbusError {
   }
 }
 
-/** The destination is unknown, departed or dead. */
+/** Options of {@link WorkerUnavailableError}. */
+export interface WorkerUnavailableErrorOptions extends TensorbusErrorOptions {
+  /** Why, when a transport knows it (see `RequestFailure` in transport/request-failure.ts). */
+  reason?: RequestFailureReason;
+}
+
+/**
+ * The destination is unknown, departed or dead. A transport that raises it
+ * says why in {@link WorkerUnavailableError.reason}: decide by that, never by
+ * the message text.
+ */
 export class WorkerUnavailableError extends TensorbusError {
-  constructor(message: string, options: TensorbusErrorOptions = {}) {
-    super('WORKER_UNAVAILABLE', message, options);
+  /** Why a transport request failed (`'no-responders'`, `'responder-lost'`); undefined when not told. */
+  readonly reason: RequestFailureReason | undefined;
+  constructor(message: string, options: WorkerUnavailableErrorOptions = {}) {
+    const { reason, ...rest } = options;
+    super('WORKER_UNAVAILABLE', message, rest);
+    this.reason = reason;
   }
 }
 

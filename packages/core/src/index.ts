@@ -11,7 +11,7 @@ export type { TensorBackendName } from './tf.js';
 // Transports
 export { localTransport } from './transport/local-transport.js';
 export type { LocalTransportOptions } from './transport/local-transport.js';
-export { payloadBytes, payloadFrame } from './transport/transport.js';
+export { payloadBytes, payloadFrame, RequestFailure } from './transport/transport.js';
 export { Frame } from './owned-frame.js';
 export type {
   Transport,
@@ -25,6 +25,7 @@ export type {
   TransportSubscription,
   BeaconSpec,
   BeaconSlot,
+  RequestFailureReason,
 } from './transport/transport.js';
 
 // Futures
@@ -55,4 +56,4 @@ export {
   MissingPackageError,
   TransportError,
 } from './errors.js';
-export type { ErrorCode, RRefErrorCode, AutogradErrorCode, RemoteErrorInfo, TensorbusErrorOptions } from './errors.js';
+export type { ErrorCode, RRefErrorCode, AutogradErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';

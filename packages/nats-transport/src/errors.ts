@@ -4,11 +4,14 @@
  */
 import { PermissionDeniedError, TransportError, type TensorbusError } from '@tensorbus/core';
 
-/** The tensorbus error for a nats client error met while connecting to `servers`. */
+/** The nats client's codes for credentials the server refused (or that expired). */
+const REFUSED_CREDENTIALS = new Set(['AUTHORIZATION_VIOLATION', 'BAD_AUTHENTICATION', 'BAD_CREDS', 'AUTHENTICATION_EXPIRED', 'ACCOUNT_EXPIRED']);
+
+/** The tensorbus error for a nats client error met while connecting to `servers`, decided by its code. */
 export function connectError(error: unknown, servers: string): TensorbusError {
-  const code = (error as { code?: string }).code;
+  const code = String((error as { code?: unknown }).code ?? '');
   const message = error instanceof Error ? error.message : String(error);
-  if (code === 'AUTHORIZATION_VIOLATION' || code === 'BAD_AUTHENTICATION' || code === 'BAD_CREDS' || /authoriz|authentic/i.test(message)) {
+  if (REFUSED_CREDENTIALS.has(code)) {
     return new PermissionDeniedError(`the NATS server at ${servers} refused the credentials (${message}): check user/password, token, nkey or creds`, { cause: error });
   }
   return new TransportError(`cannot connect to NATS at ${servers}: ${message}`, { cause: error });

@@ -4,18 +4,22 @@
  * the server's `max_payload`. Small messages go out as they are, with no
  * header and no copy; large ones are fetched by the receiver over the direct
  * data plane (TCP between the two processes) where it can reach the sender,
- * else pulled in chunks through NATS.
+ * else pulled in chunks through NATS. Requests to a subject one subscriber
+ * serves alone (a worker's calls) go on its direct route once a reply named
+ * it (direct/direct-plane.ts), in shared memory on one host. Pending requests
+ * live in request/ (a table by token, each settled once); this file chooses
+ * the route.
  * @module
  */
 import { BehaviorSubject } from 'rxjs';
 import { connect, createInbox, headers, type ConnectionOptions, type Msg, type NatsConnection, type Subscription } from 'nats';
 import {
-  RpcTimeoutError,
   ShutdownError,
   TransportError,
   WorkerUnavailableError,
   Frame,
   payloadFrame,
+  RequestFailure,
   type BeaconSlot,
   type BeaconSpec,
   type InboundMessage,
@@ -26,23 +30,31 @@ import {
   type TransportStatus,
   type TransportSubscription,
 } from '@tensorbus/core';
-import { abortError, holdPayload, letGoPinned } from '@tensorbus/core/internal';
+import { abortError, holdPayload, letGoPinned, type HeldPayload } from '@tensorbus/core/internal';
 import { beaconHost } from './beacon/beacon-host.js';
 import type { BeaconConnectionOptions } from './beacon/beacon-protocol.js';
-import { DEFAULT_CHUNK_TIMEOUT_MS, H_PULL, H_SIZE, HEADROOM } from './chunks/chunk-protocol.js';
-import { isAnnouncement, receiveChunked } from './chunks/chunk-receiver.js';
+import { DEFAULT_CHUNK_TIMEOUT_MS, HEADROOM } from './chunks/chunk-protocol.js';
+import { isAnnouncement, readAnnouncement, receiveChunked, sendPull } from './chunks/chunk-receiver.js';
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
 import { DirectPlane, type DirectStats } from './direct/direct-plane.js';
-import { H_DIRECT, H_ROUTE } from './direct/direct-protocol.js';
+import { H_ROUTE } from './direct/direct-protocol.js';
 import { connectError, permissionError, tlsError } from './errors.js';
 import { busEncrypted, connectionOptions, type NatsTransportOptions } from './options.js';
-import { checkSubject, guardConnection, isValidSubject } from './subject-check.js';
+import type { PendingRequest } from './request/pending-request.js';
+import { PendingRequests } from './request/pending-requests.js';
+import { checkSubject, isValidSubject } from './subject-check.js';
 
-interface Pending {
+/** A message to publish: small ones go as they are, large ones announced (see {@link NatsTransport.send}). */
+interface Outgoing {
   subject: string;
-  /** Takes the reply's share. */
-  resolve(data: Frame): void;
-  reject(error: Error): void;
+  /** The bytes, a share the sender takes. */
+  data: Frame;
+  /** Where the answer goes (requests). */
+  reply?: string;
+  /** Serve a large payload to every subscriber that pulls it (publish), not to the first one only. */
+  fanOut?: boolean;
+  /** A direct route offered for later requests (replies of an exclusive subscription). */
+  route?: string;
 }
 
 /** A Transport on one NATS connection. */
@@ -54,12 +66,11 @@ export class NatsTransport implements Transport {
   private readonly prefix: string;
   private readonly inbox: string;
   private readonly inboxPrefix: string;
-  private readonly pending = new Map<string, Pending>();
+  private readonly requests: PendingRequests;
   private readonly muxSubscription: Subscription;
   private readonly chunkTimeoutMs: number;
   private readonly maxTransferBytes: number;
   private readonly smallLimit: number;
-  private nextToken = 0;
   private closed = false;
   /** What a beacon connects with; undefined when beacons are off. */
   private readonly beaconConnection: BeaconConnectionOptions | undefined;
@@ -74,9 +85,9 @@ export class NatsTransport implements Transport {
     this.prefix = options.namespace ? `${options.namespace}.` : '';
     this.inboxPrefix = options.inboxPrefix ?? '_INBOX';
     if (options.namespace) checkSubject(options.namespace, 'subject');
-    guardConnection(nc);
     checkSubject(this.inboxPrefix, 'reply subject');
     this.inbox = createInbox(this.inboxPrefix);
+    this.requests = new PendingRequests(this.inbox);
     this.maxPayload = nc.info?.max_payload ?? 1_048_576;
     this.smallLimit = this.maxPayload - HEADROOM;
     this.chunkTimeoutMs = options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS;
@@ -96,78 +107,59 @@ export class NatsTransport implements Transport {
     } catch (error) {
       return Promise.reject(error as Error);
     }
-    const token = (++this.nextToken).toString(36);
-    const reply = `${this.inbox}.${token}`;
+    const request = this.requests.open({ subject: full, label: subject, timeoutMs: options.timeoutMs, signal: options.signal });
     // The request's own hold on the payload, while its maker surely holds it: kept until it settles.
     const held = holdPayload(payload);
-    return new Promise<Frame>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      let outgoing: SendOutcome | undefined;
-      const cleanup = () => {
-        held.release();
-        this.pending.delete(token);
-        if (timer) clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
-      };
-      const onAbort = () => {
-        cleanup();
-        outgoing?.cancel('the request was aborted');
-        reject(abortError(options.signal));
-      };
-      this.pending.set(token, {
-        subject: full,
-        resolve: (value) => {
-          cleanup();
-          resolve(value);
-        },
-        reject: (error) => {
-          cleanup();
-          outgoing?.cancel(error.message);
-          reject(error);
-        },
-      });
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-      if (options.timeoutMs) {
-        timer = setTimeout(() => this.pending.get(token)?.reject(new RpcTimeoutError(`no reply on '${subject}' within ${options.timeoutMs} ms`)), options.timeoutMs);
-      }
-      const viaBus = () => {
-        try {
-          // The bus takes whole frames: a deferred one is read into a frame now.
-          const data = payloadFrame(held.data);
-          if (!this.isLarge(data)) {
-            this.publishSmall(full, data, reply);
-          } else {
-            outgoing = this.sendLarge(full, reply, data, false);
-            outgoing.delivered.catch((error: Error) => this.pending.get(token)?.reject(error));
-          }
-        } catch (error) {
-          this.pending.get(token)?.reject(error instanceof Error ? error : new Error(String(error)));
+    request.whenDone(() => held.release());
+    this.route(request, held.data, options.replySink);
+    return request.promise;
+  }
+
+  /** Sends `request` on its direct route when it has one (the bus when that did not deliver it), else on the bus. */
+  private route(request: PendingRequest, data: HeldPayload, replySink: RequestOptions['replySink']): void {
+    if (!this.direct?.hasRoute(request.subject)) return this.viaBus(request, data);
+    this.direct.request(request.subject, data, replySink).then(
+      (answer) => {
+        // Not delivered on the route: the bus finds the responder, if there is one.
+        if (answer === undefined) {
+          if (!request.done) this.viaBus(request, data);
+          return;
         }
-      };
-      if (!this.direct?.hasRoute(full)) return viaBus();
-      this.direct.request(full, held.data, options.replySink).then(
-        (answer) => {
-          // Not delivered on the route: the bus finds the responder, if there is one.
-          if (answer === undefined) return this.pending.has(token) ? viaBus() : undefined;
-          this.settle(token, answer);
-        },
-        (error: Error) => this.pending.get(token)?.reject(error),
-      );
-    });
+        request.resolve(answer);
+      },
+      (error: Error) => request.reject(error),
+    );
+  }
+
+  /** Publishes `request` on the bus: as it is when small, announced (and pulled in chunks or fetched directly) when large. */
+  private viaBus(request: PendingRequest, data: HeldPayload): void {
+    try {
+      // The bus takes whole frames: a deferred one is read into a frame now.
+      const frame = payloadFrame(data);
+      if (!this.isLarge(frame)) return this.publishSmall({ subject: request.subject, data: frame, reply: request.replySubject });
+      const outgoing = this.sendLarge({ subject: request.subject, data: frame, reply: request.replySubject, fanOut: false });
+      // A request that ends without its answer stops serving its payload; an answered one lets the transfer finish.
+      request.whenDone((error) => {
+        if (error) outgoing.cancel(error.message);
+      });
+      outgoing.delivered.catch((error: Error) => request.reject(error));
+    } catch (error) {
+      request.reject(error instanceof Error ? error : new Error(String(error)));
+    }
   }
 
   publish(subject: string, data: Uint8Array | Frame): void {
     if (this.closed) throw new ShutdownError('the NATS transport is closed');
     const full = this.prefix + subject;
     checkSubject(full, 'subject');
-    this.send(full, payloadFrame(data), undefined, true);
+    this.send({ subject: full, data: payloadFrame(data), fanOut: true });
   }
 
   subscribe(subject: string, handler: (message: InboundMessage) => void, options: SubscribeOptions = {}): TransportSubscription {
     if (this.closed) throw new ShutdownError('the NATS transport is closed');
     const strip = this.prefix.length;
     const full = this.prefix + subject;
-    checkSubject(full, 'subject', true);
+    checkSubject(full, 'subject', { wildcards: true });
     // A subject only this subscriber serves can be reached directly: replies tell requesters how.
     const route = options.exclusive && !options.queue
       ? this.direct?.serve(full, (data, respond) => handler({ subject, data, reply: 'direct', respond: (answer) => !this.closed && respond(answer) }))
@@ -184,7 +176,7 @@ export class NatsTransport implements Transport {
           try {
             // Requests that came through another account's service import (replies rewritten to
             // _R_.…) get no route: between accounts, NATS alone decides who may reach whom.
-            this.send(reply, payloadFrame(answer), undefined, false, reply.startsWith('_R_.') ? undefined : route?.header);
+            this.send({ subject: reply, data: payloadFrame(answer), fanOut: false, route: reply.startsWith('_R_.') ? undefined : route?.header });
             return true;
           } catch {
             return false;
@@ -251,20 +243,14 @@ export class NatsTransport implements Transport {
     return this.direct?.stats ?? { fetched: 0, served: 0, calls: 0, answered: 0, sharedRequests: 0, sharedReplies: 0, streamedSent: 0, streamedReceived: 0 };
   }
 
-  /**
-   * Publishes small payloads as they are, large ones announced; `route` offers
-   * a direct route (replies only). Takes the share `data`.
-   */
-  private send(subject: string, data: Frame, reply: string | undefined, fanOut: boolean, route?: string): void {
-    if (this.isLarge(data)) {
-      this.sendLarge(subject, reply, data, fanOut, route);
-    } else {
-      this.publishSmall(subject, data, reply, route);
-    }
+  /** Publishes small payloads as they are, large ones announced. Takes the share `outgoing.data`. */
+  private send(outgoing: Outgoing): void {
+    if (this.isLarge(outgoing.data)) this.sendLarge(outgoing);
+    else this.publishSmall(outgoing);
   }
 
   /** Publishes `data` as it is, taking its share. */
-  private publishSmall(subject: string, data: Frame, reply: string | undefined, route?: string): void {
+  private publishSmall({ subject, data, reply, route }: Outgoing): void {
     let h: ReturnType<typeof headers> | undefined;
     if (route) {
       h = headers();
@@ -284,64 +270,62 @@ export class NatsTransport implements Transport {
   }
 
   /** Announces `data` (taking its share), offered on the data plane when there is one, in chunks in any case. */
-  private sendLarge(subject: string, reply: string | undefined, data: Frame, fanOut: boolean, route?: string): SendOutcome {
+  private sendLarge({ subject, data, reply, fanOut, route }: Outgoing): SendOutcome {
     // The offer and the transfer each hold a share: once both let go, the memory can hold the next frame.
     const direct = this.direct?.offer(data);
-    return sendChunked(this.nc, subject, reply, data, this.smallLimit, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix), fanOut, direct, route);
-  }
-
-  /** Hands the reply `data` to the request `token`, or lets go of it when that request is over. */
-  private settle(token: string, data: Frame): void {
-    const pending = this.pending.get(token);
-    if (pending) pending.resolve(data);
-    else data.release();
+    return sendChunked(this.nc, {
+      subject,
+      reply,
+      frame: data,
+      chunkSize: this.smallLimit,
+      timeoutMs: this.chunkTimeoutMs,
+      inbox: () => createInbox(this.inboxPrefix),
+      keepForMore: fanOut,
+      direct,
+      route,
+    });
   }
 
   /** Receives an announced payload: directly where the offer is reachable, else in chunks through NATS. */
   private async receiveLarge(msg: Msg): Promise<Frame> {
-    const size = Number(msg.headers?.get(H_SIZE));
-    if (this.direct && Number.isSafeInteger(size) && size >= 0 && size <= this.maxTransferBytes) {
-      const data = await this.direct.fetch(msg.headers?.get(H_DIRECT), size);
+    // Checked once, here where it arrives: everything below publishes to its pull subject.
+    const announcement = readAnnouncement(msg);
+    if (this.direct && announcement.size <= this.maxTransferBytes) {
+      const data = await this.direct.fetch(announcement.direct, announcement.size);
       if (data !== undefined) {
-        try {
-          this.nc.publish(msg.headers!.get(H_PULL), new TextEncoder().encode(JSON.stringify({ s: '', done: true })));
-        } catch {
-          // Closing: the sender frees the payload at its timeout.
-        }
+        sendPull(this.nc, announcement, { s: '', done: true });
         return data;
       }
     }
     // The chunked path always works while the sender lives.
-    return receiveChunked(this.nc, msg, this.maxTransferBytes, this.chunkTimeoutMs, () => createInbox(this.inboxPrefix));
+    return receiveChunked(this.nc, announcement, { maxBytes: this.maxTransferBytes, timeoutMs: this.chunkTimeoutMs, inbox: () => createInbox(this.inboxPrefix) });
   }
 
   /** A NATS callback: a throw here would stop the connection's reader, so a failure fails that request only. */
   private onReply(err: Error | null, msg: Msg): void {
+    if (err) return;
+    const request = this.requests.forReply(msg.subject);
+    if (!request) return;
     try {
-      this.takeReply(err, msg);
+      this.takeReply(request, msg);
     } catch (error) {
-      const token = msg.subject.slice(this.inbox.length + 1);
-      this.pending.get(token)?.reject(new TransportError(`could not take a reply: ${(error as Error).message}`, { cause: error }));
+      request.reject(new TransportError(`could not take a reply: ${(error as Error).message}`, { cause: error }));
     }
   }
 
-  private takeReply(err: Error | null, msg: Msg): void {
-    if (err) return;
-    const token = msg.subject.slice(this.inbox.length + 1);
-    const pending = this.pending.get(token);
-    if (!pending) return;
+  private takeReply(request: PendingRequest, msg: Msg): void {
     if (msg.headers?.code === 503) {
-      pending.reject(new WorkerUnavailableError(`no responders on '${pending.subject.slice(this.prefix.length)}'`));
+      request.reject(new WorkerUnavailableError(`no responders on '${request.subject.slice(this.prefix.length)}'`, { reason: RequestFailure.NoResponders }));
       return;
     }
-    this.direct?.learnRoute(pending.subject, msg.headers?.get(H_ROUTE));
+    this.direct?.learnRoute(request.subject, msg.headers?.get(H_ROUTE));
     if (!isAnnouncement(msg)) {
-      pending.resolve(Frame.of(msg.data));
+      request.resolve(Frame.of(msg.data));
       return;
     }
     this.receiveLarge(msg).then(
-      (data) => this.settle(token, data),
-      (error: Error) => this.pending.get(token)?.reject(error),
+      (data) => request.resolve(data),
+      (error: Error) => request.reject(error),
     );
   }
 
@@ -352,24 +336,23 @@ export class NatsTransport implements Transport {
       if (type === 'disconnect' || type === 'reconnecting') this.setStatus('reconnecting');
       else if (type === 'reconnect') this.setStatus('connected');
       // The client puts a permission violation's operation and subject beside its error code, not in it.
-      else if (type === 'error') this.onAsyncError((status as { permissionContext?: unknown }).permissionContext ?? status.data);
+      else if (type === 'error') this.onAsyncError((status as { permissionContext?: unknown }).permissionContext);
     }
   }
 
-  /** A permissions violation fails the requests it concerns instead of letting them time out. */
+  /**
+   * A permissions violation fails the requests it concerns instead of letting
+   * them time out. The client (nats 2.x) parses the server's text into
+   * `permissionContext` (operation, subject) beside the error code: that is
+   * what is read here, never the text.
+   */
   private onAsyncError(data: unknown): void {
-    const given = data as { operation?: unknown; subject?: unknown; permissionContext?: { operation: string; subject: string } } | undefined;
-    let context = typeof given?.operation === 'string' && typeof given.subject === 'string' ? (given as { operation: string; subject: string }) : given?.permissionContext;
-    if (!context) {
-      // Some client versions report only the server's text: Permissions Violation for Publish to "subject".
-      const text = data instanceof Error ? data.message : String(data);
-      const match = /Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?/i.exec(text);
-      if (!match) return;
-      context = { operation: match[1]!.toLowerCase() === 'publish' ? 'publish' : 'subscription', subject: match[2]! };
-    }
-    for (const pending of [...this.pending.values()]) {
-      if (context.operation === 'publish' ? pending.subject === context.subject : context.subject.startsWith(this.inbox)) {
-        pending.reject(permissionError(context.operation, context.subject, data));
+    const context = data as { operation?: unknown; subject?: unknown } | undefined;
+    if (typeof context?.operation !== 'string' || typeof context.subject !== 'string') return;
+    const { operation, subject } = context;
+    for (const request of this.requests.all()) {
+      if (operation === 'publish' ? request.subject === subject : subject.startsWith(this.inbox)) {
+        request.reject(permissionError(operation, subject, data));
       }
     }
   }
@@ -385,7 +368,7 @@ export class NatsTransport implements Transport {
     for (const slot of this.beacons) slot.remove();
     this.beacons.clear();
     this.direct?.close();
-    for (const pending of [...this.pending.values()]) pending.reject(new ShutdownError('the NATS transport was closed while a request was pending'));
+    for (const request of this.requests.all()) request.reject(new ShutdownError('the NATS transport was closed while a request was pending'));
     this.setStatus('closed');
     this.status$.complete();
   }
@@ -427,7 +410,11 @@ export async function natsTransport(options: NatsTransportOptions = {}): Promise
   if (!directOff) {
     try {
       const encrypted = busEncrypted(options, connection.servers as string[], nc.info);
-      direct = await DirectPlane.start(options.direct || {}, options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS, options.maxTransferBytes ?? 2 ** 31 - 1, encrypted);
+      direct = await DirectPlane.start(options.direct || {}, {
+        stallTimeoutMs: options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS,
+        maxTransferBytes: options.maxTransferBytes ?? 2 ** 31 - 1,
+        confined: encrypted,
+      });
     } catch (error) {
       await nc.close();
       throw new TransportError(`cannot open the direct data port: ${(error as Error).message} (set direct: false to go through NATS only)`, { cause: error });

@@ -39,8 +39,13 @@ export interface NatsTransportOptions {
   /** Largest payload accepted in chunks, bytes (default 2 GiB). */
   maxTransferBytes?: number;
   /**
-   * The direct data plane for large payloads: a TCP port per transport from
-   * which receivers fetch them, NATS chunks as the fallback. Default on,
+   * The direct data plane: a TCP port per transport that carries, beside
+   * NATS, (1) every request to a subject only one subscriber serves (a
+   * worker's calls) once its first reply named the route, whatever its size,
+   * with the bytes in shared memory between processes of one host; and (2)
+   * payloads of at least `minBytes` (128 KiB) sent on the bus, which their
+   * receivers fetch from it instead of pulling NATS chunks. NATS is the
+   * fallback whenever a route or a fetch cannot deliver. Default on,
    * listening on 127.0.0.1 (same-host peers); `false` (or TENSORBUS_DIRECT=0)
    * sends everything through NATS. It is plaintext: when the NATS connection
    * uses TLS it stays on loopback whatever `host`/`advertise` say, so nothing

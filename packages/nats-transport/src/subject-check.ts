@@ -3,7 +3,12 @@
  * a subject into a protocol line as it is (`PUB <subject> <reply> <size>`), so
  * a space, CR or LF in one would end the line early and let the rest be read
  * by the server as commands of this connection (UNSUB, PUB, SUB). Every
- * subject and reply subject is checked here first, whatever the caller.
+ * subject is checked once, where it enters: the caller's subjects in
+ * nats-transport.ts (namespace, inbox prefix, request/publish/subscribe
+ * subjects), a sender's reply subject before it is answered, a chunked
+ * transfer's pull subject in chunks/chunk-receiver.ts and a receiver's chunk
+ * subject in chunks/chunk-sender.ts. Inboxes made from a checked prefix need
+ * no second look.
  * @module
  */
 import { InvalidArgumentError } from '@tensorbus/core';
@@ -18,9 +23,10 @@ const TOKEN = /^[\x21-\x2d\x2f-\x7e]+$/;
  * Throws {@link InvalidArgumentError} unless `subject` is a NATS subject that
  * cannot be read as more than one protocol line: 1 to {@link MAX_SUBJECT_LENGTH}
  * printable ASCII characters without spaces, dot-separated tokens none of them
- * empty. Wildcard tokens (`*`, `>` last) are allowed only where `wildcards`.
+ * empty. Wildcard tokens (`*`, `>` last) are allowed only with `wildcards`
+ * (a subscription's subject).
  */
-export function checkSubject(subject: unknown, role: 'subject' | 'reply subject', wildcards = false): asserts subject is string {
+export function checkSubject(subject: unknown, role: 'subject' | 'reply subject', { wildcards = false }: { wildcards?: boolean } = {}): asserts subject is string {
   const bad = (why: string): never => {
     throw new InvalidArgumentError(`invalid NATS ${role} ${JSON.stringify(typeof subject === 'string' ? subject.slice(0, 200) : subject)}: ${why}`);
   };
@@ -38,38 +44,11 @@ export function checkSubject(subject: unknown, role: 'subject' | 'reply subject'
 }
 
 /** True when `subject` passes {@link checkSubject}. */
-export function isValidSubject(subject: unknown, wildcards = false): boolean {
+export function isValidSubject(subject: unknown, { wildcards = false }: { wildcards?: boolean } = {}): boolean {
   try {
-    checkSubject(subject, 'subject', wildcards);
+    checkSubject(subject, 'subject', { wildcards });
     return true;
   } catch {
     return false;
   }
-}
-
-/** The parts of a nats connection that write subjects into protocol lines. */
-interface Writer {
-  publish(subject: string, data?: Uint8Array, options?: { reply?: string }): void;
-  subscribe(subject: string, options?: object): unknown;
-}
-
-/**
- * Makes `nc` check every subject and reply subject before its own code writes
- * them: the transport's paths check theirs already, and this catches any other
- * code given the connection (chunked transfers read their pull subjects from
- * a sender's headers).
- */
-export function guardConnection<C extends Writer>(nc: C): C {
-  const publish = nc.publish.bind(nc);
-  const subscribe = nc.subscribe.bind(nc);
-  nc.publish = (subject, data, options) => {
-    checkSubject(subject, 'subject');
-    if (options?.reply !== undefined) checkSubject(options.reply, 'reply subject');
-    publish(subject, data, options);
-  };
-  nc.subscribe = (subject, options) => {
-    checkSubject(subject, 'subject', true);
-    return subscribe(subject, options);
-  };
-  return nc;
 }

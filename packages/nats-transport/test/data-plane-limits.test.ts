@@ -118,7 +118,7 @@ test('data plane limits - a call reply over the limit fails that call only; the 
     const size = n++ === 0 ? 5_000 : 10;
     socket.write(Buffer.concat([replyHeader(id, REPLY_OK, size), Buffer.alloc(size, 7)]));
   }, 5);
-  const connection = new PeerConnection('hostile', '127.0.0.1', hostile.port, undefined, () => undefined, 1_000);
+  const connection = new PeerConnection({ endpoint: 'hostile', host: '127.0.0.1', port: hostile.port, onBroken: () => undefined, maxReplyBytes: 1_000 });
   const head = (id: number) => {
     const frame = Buffer.alloc(5);
     frame.writeUInt32BE(id, 1);

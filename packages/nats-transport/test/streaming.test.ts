@@ -174,7 +174,7 @@ test.serial('streaming - a reply cut off while it arrives into tensor memory fai
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
-  const connection = new PeerConnection(`127.0.0.1:${port}`, '127.0.0.1', port, undefined, () => undefined);
+  const connection = new PeerConnection({ endpoint: `127.0.0.1:${port}`, host: '127.0.0.1', port, onBroken: () => undefined });
   let sunk = 0;
   const reply = connection.request(() => Buffer.from([0x02]), undefined, (size) => {
     sunk++;

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { RpcTimeoutError, ShutdownError, WorkerUnavailableError, type Transport } from '@tensorbus/core';
+import { RequestFailure, RpcTimeoutError, ShutdownError, WorkerUnavailableError, type Transport } from '@tensorbus/core';
 import { transportKinds, type TransportKind } from '../src/testing/index.js';
 
 /** Two transports on one fresh namespace, and an echo responder on `echo`. */
@@ -60,6 +60,42 @@ for (const kind of transportKinds()) {
     controller.abort();
     await tt.throwsAsync(pending, { name: 'AbortError' });
     tt.is((await a.request('slow', new Uint8Array([9]), { timeoutMs: 0 })).bytes[0], 9, 'timeout 0 waits');
+    await close();
+  });
+
+  test(t('a request nobody serves and one whose responder goes away fail with different reasons'), async (tt) => {
+    const { a, b, close } = await pair(kind);
+    let received = 0;
+    // Exclusive, as a worker's call subject: on NATS the first reply teaches the direct route.
+    b.subscribe('once', (m) => {
+      if (++received === 1) m.respond(m.data);
+    }, { exclusive: true });
+    await b.flush();
+    const nobody = await tt.throwsAsync(a.request('nobody.here', new Uint8Array(1), { timeoutMs: 5_000 }), { instanceOf: WorkerUnavailableError });
+    tt.is(nobody!.reason, RequestFailure.NoResponders);
+    tt.is((await a.request('once', new Uint8Array([5]), { timeoutMs: 5_000 })).bytes[0], 5);
+    const pending = a.request('once', new Uint8Array([6]), { timeoutMs: 0 });
+    const deadline = Date.now() + 5_000;
+    while (received < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    tt.is(received, 2, 'the second request reached its responder');
+    // The responder's end goes away without answering, as when its process dies.
+    await b.close();
+    const lost = await tt.throwsAsync(pending, { instanceOf: WorkerUnavailableError });
+    tt.is(lost!.reason, RequestFailure.ResponderLost);
+    await close();
+  });
+
+  test(t('closing a transport with a request pending that it serves itself rejects it with ShutdownError, not as a lost responder'), async (tt) => {
+    const { a, close } = await pair(kind);
+    let received = 0;
+    a.subscribe('self.silent', () => received++);
+    await a.flush();
+    const pending = a.request('self.silent', new Uint8Array(1), { timeoutMs: 0 });
+    const deadline = Date.now() + 5_000;
+    while (received === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    tt.is(received, 1);
+    await a.close();
+    await tt.throwsAsync(pending, { instanceOf: ShutdownError });
     await close();
   });
 

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from 'nats';
+import { connect, headers as natsHeaders } from 'nats';
 import { InvalidArgumentError, PermissionDeniedError, TransportError } from '@tensorbus/core';
 import { natsTransport, startNatsServer } from '../src/index.js';
 import { sharedNatsServer } from '../src/testing/index.js';
@@ -123,4 +123,63 @@ test('nats - a puller of a chunked transfer gets chunks only on an inbox: it can
   while (onInbox.length < 4 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
   t.true(onInbox.length >= 4, `the inbox puller got ${onInbox.length} chunks`);
   t.deepEqual(onVictim, [], 'nothing was published on the subject the puller named');
+});
+
+test('nats - a puller naming a chunk subject that is not a plain subject is ignored: the transfer goes on for honest pullers', async (t) => {
+  const server = await startNatsServer({ maxPayload: 64 * 1024 });
+  t.teardown(() => server.stop());
+  const ns = `badpull${process.pid}`;
+  const sender = await natsTransport({ servers: server.url, namespace: ns, direct: false });
+  t.teardown(() => sender.close());
+  const raw = await connect({ servers: server.url });
+  t.teardown(() => raw.close());
+  let received = 0;
+  raw.subscribe('_INBOX.honest', { callback: (_, m) => (received += m.data.byteLength) });
+  const announced = new Promise<string>((resolve) => {
+    raw.subscribe(`${ns}.big`, { callback: (_, m) => resolve(m.headers?.get('tb-pull') ?? '') });
+  });
+  await raw.flush();
+  const size = 600 * 1024;
+  sender.publish('big', new Uint8Array(size).fill(3));
+  const pullSubject = await announced;
+  const pull = (message: object) => raw.publish(pullSubject, new TextEncoder().encode(JSON.stringify(message)));
+  // One chunk of credit, so the transfer is surely under way when the hostile pull comes.
+  pull({ s: '_INBOX.honest', c: 1 });
+  await raw.flush();
+  // Under the sender's inboxes, but with a space and a line break: written as it is, it would be protocol lines.
+  pull({ s: '_INBOX.x y\r\nPUB evil 1\r\n', c: 8 });
+  await raw.flush();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  pull({ s: '_INBOX.honest', c: 1_024 });
+  const deadline = Date.now() + 5_000;
+  while (received < size && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.is(received, size, 'the honest puller got the whole payload');
+});
+
+test('nats - an announcement whose pull subject is not a plain subject fails that delivery at once, before anything is fetched', async (t) => {
+  const server = await sharedNatsServer();
+  const ns = `badann${process.pid}`;
+  const receiver = await natsTransport({ servers: server.url, namespace: ns });
+  t.teardown(() => receiver.close());
+  const errors: Error[] = [];
+  let delivered = 0;
+  receiver.subscribe('big', () => delivered++, { onError: (error) => errors.push(error) });
+  await receiver.flush();
+  const raw = await connect({ servers: server.url });
+  t.teardown(() => raw.close());
+  const h = natsHeaders();
+  h.set('tb-xfer', 'x.1');
+  h.set('tb-size', '1000');
+  h.set('tb-chunk', '500');
+  h.set('tb-pull', '_INBOX.a b');
+  const started = Date.now();
+  raw.publish(`${ns}.big`, new Uint8Array(0), { headers: h });
+  await raw.flush();
+  const deadline = Date.now() + 5_000;
+  while (errors.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.is(errors.length, 1);
+  t.true(errors[0] instanceof TransportError);
+  t.regex(errors[0]!.message, /malformed chunked-transfer announcement/);
+  t.true(Date.now() - started < 2_000, `failed after ${Date.now() - started} ms, not at the chunk timeout`);
+  t.is(delivered, 0);
 });

@@ -6,6 +6,7 @@
  */
 import {
   defaultCodec,
+  RequestFailure,
   RpcTimeoutError,
   ShutdownError,
   TensorbusError,
@@ -175,8 +176,10 @@ export class CallClient {
     }
     if (error instanceof ShutdownError) return new ShutdownError(`call of '${fn}' on '${to}' was cut off: ${error.message}`);
     if (error instanceof TensorbusError && error.code === 'WORKER_UNAVAILABLE') {
-      const why = /no responders/.test(error.message) ? 'is not in the group (nobody serves its calls)' : `went away during the call of '${fn}'`;
-      return new WorkerUnavailableError(`worker '${to}' ${why}`, { cause: error });
+      // Decided by the reason the transport gives (see RequestFailure), never by the message text.
+      const reason = error instanceof WorkerUnavailableError ? error.reason : undefined;
+      const why = reason === RequestFailure.NoResponders ? 'is not in the group (nobody serves its calls)' : `went away during the call of '${fn}'`;
+      return new WorkerUnavailableError(`worker '${to}' ${why}`, { cause: error, reason });
     }
     return error;
   }

@@ -11,6 +11,7 @@ import { Frame } from '../owned-frame.js';
 import {
   abortError,
   payloadFrame,
+  RequestFailure,
   subjectMatches,
   writeInto,
   type Payload,
@@ -62,6 +63,23 @@ class ListenerIndex {
   }
 }
 
+/**
+ * A request delivered and not answered yet, held by the transports whose
+ * listeners received it: when the last of them closes without answering, the
+ * requester is told its responder went away (as a broken connection tells it
+ * on the NATS transport's direct routes).
+ */
+class Unanswered {
+  readonly holders = new Set<LocalTransport>();
+  constructor(readonly lost: () => void) {}
+
+  /** Let go by every holder (the request settled). */
+  drop(): void {
+    for (const holder of this.holders) holder.serving.delete(this);
+    this.holders.clear();
+  }
+}
+
 class LocalBus {
   readonly listeners = new ListenerIndex();
   private nextInbox = 0;
@@ -74,8 +92,9 @@ class LocalBus {
    * Delivers to every plain listener and one member of each queue group;
    * returns the count. Deferred bytes are handed on as they are (receivers
    * decode them sharing their tensors), held until each handler has run.
+   * A `request` is held by each receiving transport until answered.
    */
-  deliver(subject: string, data: Payload, reply: string | undefined): number {
+  deliver(subject: string, data: Payload, reply: string | undefined, request?: Unanswered): number {
     const groups = new Map<string, Listener[]>();
     const targets: Listener[] = [];
     for (const listener of this.listeners.matching(subject)) {
@@ -89,6 +108,10 @@ class LocalBus {
     for (const target of targets) {
       const letGo = payload?.hold();
       let share = frame?.retain();
+      if (request) {
+        request.holders.add(target.owner);
+        target.owner.serving.add(request);
+      }
       const message: InboundMessage = {
         subject,
         get data() {
@@ -98,6 +121,8 @@ class LocalBus {
         payload,
         respond: (answer) => {
           if (reply === undefined || target.owner.closed) return false;
+          // Answered: this responder going away no longer concerns the request.
+          if (request?.holders.delete(target.owner)) target.owner.serving.delete(request);
           this.deliver(reply, answer, undefined);
           return true;
         },
@@ -141,6 +166,8 @@ class LocalTransport implements Transport {
   readonly maxPayload: number;
   readonly status$ = new BehaviorSubject<TransportStatus>('connected');
   closed = false;
+  /** Requests delivered to this transport's listeners and not answered yet. */
+  readonly serving = new Set<Unanswered>();
   private readonly mine = new Set<Listener>();
   private readonly pending = new Set<(error: Error) => void>();
 
@@ -155,6 +182,7 @@ class LocalTransport implements Transport {
       const inbox = this.bus.inbox();
       let timer: NodeJS.Timeout | undefined;
       const settle = (error: Error | undefined, value?: Frame) => {
+        request.drop();
         this.bus.listeners.delete(listener);
         this.pending.delete(fail);
         if (timer) clearTimeout(timer);
@@ -163,6 +191,7 @@ class LocalTransport implements Transport {
         else resolve(value!);
       };
       const fail = (error: Error) => settle(error);
+      const request = new Unanswered(() => fail(new WorkerUnavailableError(`the responder of '${subject}' went away with the request in flight`, { reason: RequestFailure.ResponderLost })));
       const onAbort = () => fail(abortError(options.signal));
       const onReply = (m: InboundMessage) => {
         let value: Frame;
@@ -180,8 +209,8 @@ class LocalTransport implements Transport {
       if (options.timeoutMs) {
         timer = setTimeout(() => fail(new RpcTimeoutError(`no reply on '${subject}' within ${options.timeoutMs} ms`)), options.timeoutMs);
       }
-      if (this.bus.deliver(subject, payload, inbox) === 0) {
-        fail(new WorkerUnavailableError(`no responders on '${subject}'`));
+      if (this.bus.deliver(subject, payload, inbox, request) === 0) {
+        fail(new WorkerUnavailableError(`no responders on '${subject}'`, { reason: RequestFailure.NoResponders }));
       }
     });
   }
@@ -214,7 +243,14 @@ class LocalTransport implements Transport {
     this.closed = true;
     for (const listener of this.mine) this.bus.listeners.delete(listener);
     this.mine.clear();
+    // Its own requests first (one it serves itself is cut off by the close, not lost by a responder).
     for (const fail of [...this.pending]) fail(new ShutdownError('the transport was closed while a request was pending'));
+    // Requests this transport received and never answered: their requesters learn it at once.
+    for (const request of [...this.serving]) {
+      request.holders.delete(this);
+      if (request.holders.size === 0) request.lost();
+    }
+    this.serving.clear();
     this.status$.next('closed');
     this.status$.complete();
   }

@@ -1,11 +1,22 @@
 /**
- * The narrow interface every transport implements: request/reply with timeout
- * and abort, publish, subscribe, a connection status stream, and close.
- * Subjects are dot-separated tokens as in NATS (`a.b.c`, wildcards `*` and `>`
- * in subscriptions). A transport carries bytes; it knows nothing of tensors.
+ * The interface every transport implements. Subjects are dot-separated tokens
+ * as in NATS (`a.b.c`, wildcards `*` and `>` in subscriptions).
  *
- * A new transport is these six members; `localTransport()` (in-process) and
- * `natsTransport()` (NATS) implement it, and one conformance suite tests both.
+ * A transport is ten members ({@link Transport}): `kind`, `maxPayload`,
+ * `status$` (a connection status stream), `request` (request/reply with
+ * timeout and abort), `publish`, `subscribe`, `flush` and `close`, and two
+ * optional ones, `takesDeferredBytes` and `startBeacon`. It decodes no
+ * tensors, but it knows the shapes their bytes travel in: a payload is plain
+ * bytes, a {@link Frame} (shared, pooled memory the sender keeps its share of)
+ * or {@link DeferredBytes} (a frame whose tensor bytes are read out of tensor
+ * memory only as they are sent, for transports that set
+ * `takesDeferredBytes`); a reply may be written piece by piece into a
+ * {@link FrameSink} (the codec's streaming decoder, straight into tensor
+ * memory); and a failed request says why on its error
+ * ({@link RequestFailure}).
+ *
+ * `localTransport()` (in-process) and `natsTransport()` (NATS) implement it,
+ * and one conformance suite tests both.
  * @module
  */
 import type { Observable } from 'rxjs';
@@ -113,6 +124,8 @@ export interface FrameSink {
    */
   adopt?(bytes: DeferredBytes): boolean;
 }
+
+export { RequestFailure, type RequestFailureReason } from './request-failure.js';
 
 /** Options of {@link Transport.request}. */
 export interface RequestOptions {
@@ -233,9 +246,13 @@ export interface Transport {
    * Sends `data` to `subject` and resolves with the first reply, a frame the
    * caller owns (release it, or hand it to `codec.decode`). A frame sent stays
    * the caller's share: the transport takes its own for as long as it reads it.
-   * Rejects with `WorkerUnavailableError` when nobody listens on `subject`,
-   * `RpcTimeoutError` on timeout, an `AbortError` when aborted, `ShutdownError`
-   * after close.
+   * Rejects with `WorkerUnavailableError` whose `reason` is
+   * {@link RequestFailure}`.NoResponders` when nobody listens on `subject`, or
+   * `.ResponderLost` when the responder's end went away with the request in
+   * flight (where the transport can see it: the in-process bus, the NATS
+   * transport's direct and shared-memory routes); `RpcTimeoutError` on
+   * timeout, an `AbortError` when aborted, `ShutdownError` after close,
+   * `TransportError` when the transfer itself failed.
    */
   request(subject: string, data: Payload, options?: RequestOptions): Promise<Frame>;
   /** Fire-and-forget delivery to every subscriber of `subject` (a frame stays the caller's share). */

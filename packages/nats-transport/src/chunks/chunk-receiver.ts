@@ -7,6 +7,8 @@
 import type { Msg, NatsConnection } from 'nats';
 import { Frame, TransportError } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
+import { H_DIRECT } from '../direct/direct-protocol.js';
+import { isValidSubject } from '../subject-check.js';
 import { H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, windowFor, type PullMessage } from './chunk-protocol.js';
 
 /** True when `msg` announces a chunked transfer. */
@@ -14,29 +16,58 @@ export function isAnnouncement(msg: Msg): boolean {
   return msg.headers?.get(H_TRANSFER) !== undefined && msg.headers.get(H_TRANSFER) !== '';
 }
 
-/** Pulls the payload `announcement` announced; resolves with all of it, a frame the caller owns. */
-export function receiveChunked(
-  nc: NatsConnection,
-  announcement: Msg,
-  maxBytes: number,
-  timeoutMs: number,
-  inbox: () => string,
-): Promise<Frame> {
-  const size = Number(announcement.headers!.get(H_SIZE));
-  const window = windowFor(Number(announcement.headers!.get(H_CHUNK)));
-  const pullSubject = announcement.headers!.get(H_PULL);
-  const chunkSubject = inbox();
-  const encoder = new TextEncoder();
-  const pull = (message: PullMessage) => {
-    try {
-      nc.publish(pullSubject, encoder.encode(JSON.stringify(message)));
-    } catch {
-      // The connection is closing: the sender times out on its own.
-    }
-  };
-  if (!Number.isSafeInteger(size) || size < 0 || !pullSubject) {
-    return Promise.reject(new TransportError('malformed chunked-transfer announcement'));
+/** What an announcement says, checked (see {@link readAnnouncement}). */
+export interface Announcement {
+  /** Bytes announced. */
+  size: number;
+  /** Bytes of each chunk but the last, as the sender says (only sizes the credit window). */
+  chunkBytes: number;
+  /** Where the receiver's pulls go: a plain NATS subject. */
+  pullSubject: string;
+  /** The sender's direct-data-plane offer, unparsed (direct/direct-plane.ts checks it). */
+  direct: string | undefined;
+}
+
+/**
+ * The announcement in `msg`, checked where it enters: a size that is a safe
+ * non-negative integer, and a pull subject this transport may publish to (a
+ * plain subject: one with a space or line break would write protocol lines of
+ * its own). Throws TransportError when malformed.
+ */
+export function readAnnouncement(msg: Msg): Announcement {
+  const size = Number(msg.headers?.get(H_SIZE));
+  const pullSubject = msg.headers?.get(H_PULL);
+  if (!Number.isSafeInteger(size) || size < 0 || !isValidSubject(pullSubject)) {
+    throw new TransportError('malformed chunked-transfer announcement');
   }
+  return { size, chunkBytes: Number(msg.headers!.get(H_CHUNK)), pullSubject: pullSubject as string, direct: msg.headers!.get(H_DIRECT) || undefined };
+}
+
+/** Tells the sender of `announcement` that `message` (a pull): failures mean the connection is closing, and the sender times out on its own. */
+export function sendPull(nc: NatsConnection, announcement: Announcement, message: PullMessage): void {
+  try {
+    nc.publish(announcement.pullSubject, new TextEncoder().encode(JSON.stringify(message)));
+  } catch {
+    // Closing: the sender frees the payload at its timeout.
+  }
+}
+
+/** Limits and helpers of {@link receiveChunked}. */
+export interface ChunkedReceive {
+  /** A payload announced larger is refused before anything is allocated. */
+  maxBytes: number;
+  /** The transfer fails after this long without a chunk, ms. */
+  timeoutMs: number;
+  /** Makes a fresh inbox subject (this receiver's chunk subject). */
+  inbox: () => string;
+}
+
+/** Pulls the payload `announcement` announced; resolves with all of it, a frame the caller owns. */
+export function receiveChunked(nc: NatsConnection, announcement: Announcement, { maxBytes, timeoutMs, inbox }: ChunkedReceive): Promise<Frame> {
+  const { size } = announcement;
+  const window = windowFor(announcement.chunkBytes);
+  const chunkSubject = inbox();
+  const pull = (message: PullMessage) => sendPull(nc, announcement, message);
   if (size > maxBytes) {
     pull({ s: chunkSubject, abort: `payload of ${size} bytes exceeds the limit of ${maxBytes}` });
     return Promise.reject(new TransportError(`refused a payload of ${size} bytes: the limit is ${maxBytes}`));

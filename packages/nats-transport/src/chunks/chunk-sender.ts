@@ -6,6 +6,7 @@
 import { headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from 'nats';
 import { TransportError, type Frame } from '@tensorbus/core';
 import type { Offered } from '../direct/direct-server.js';
+import { isValidSubject } from '../subject-check.js';
 import { H_DIRECT, H_ROUTE } from '../direct/direct-protocol.js';
 import { DEFAULT_WINDOW, H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, type PullMessage } from './chunk-protocol.js';
 
@@ -24,29 +25,37 @@ interface Puller {
 
 let transfers = 0;
 
+/** What {@link sendChunked} sends, and how. */
+export interface ChunkedSend {
+  /** Where the announcement goes. */
+  subject: string;
+  /** The announcement's reply subject (requests), if any. */
+  reply?: string;
+  /** The payload: the transfer takes this share and releases it when it ends. */
+  frame: Frame;
+  /** Bytes of each chunk but the last. */
+  chunkSize: number;
+  /** A transfer with no progress for this long fails, ms. */
+  timeoutMs: number;
+  /** Makes a fresh inbox subject (the pull subject). */
+  inbox: () => string;
+  /** Keep serving further receivers until idle (publish to several subscribers), not the first one only. */
+  keepForMore?: boolean;
+  /** The payload's offer on the direct data plane, named in the announcement; chunks remain the fallback. */
+  direct?: Offered;
+  /** A direct route offered for later requests (on replies). */
+  route?: string;
+}
+
 /**
- * Announces `data` on `subject` (with `reply`, if any) and serves chunks of
- * `chunkSize` to receivers that pull them. A transfer with no progress for
- * `timeoutMs` fails. `keepForMore` keeps serving further receivers (publish
- * to several subscribers) until idle. With `direct`, the announcement also
- * offers the payload on the direct data plane; chunks remain the fallback.
- * `route` offers a direct route for later requests (on replies).
- * The transfer takes the share `frame` and releases it when it ends: pinned
- * if a chunk went out, since the NATS client may still hold the chunk's bytes
- * in its write queue then.
+ * Announces `send.frame` on `send.subject` and serves chunks to receivers
+ * that pull them (see {@link ChunkedSend} for each option). The transfer
+ * releases its share of the frame when it ends: pinned if a chunk went out,
+ * since the NATS client may still hold the chunk's bytes in its write queue
+ * then.
  */
-export function sendChunked(
-  nc: NatsConnection,
-  subject: string,
-  reply: string | undefined,
-  frame: Frame,
-  chunkSize: number,
-  timeoutMs: number,
-  inbox: () => string,
-  keepForMore = false,
-  direct?: Offered,
-  route?: string,
-): SendOutcome {
+export function sendChunked(nc: NatsConnection, send: ChunkedSend): SendOutcome {
+  const { subject, reply, frame, chunkSize, timeoutMs, inbox, keepForMore = false, direct, route } = send;
   const data = frame.bytes;
   let chunked = false;
   const transferId = `${process.pid}.${++transfers}`;
@@ -118,7 +127,9 @@ export function sendChunked(
     } catch {
       return;
     }
-    if (typeof pull.s !== 'string' || (pull.done !== true && !pull.s.startsWith(inboxPrefix))) return;
+    // Checked here, where it arrives: chunks are published to it. A plain subject (one with a space or a
+    // line break would write protocol lines of its own) under the inboxes this transport makes.
+    if (typeof pull.s !== 'string' || (pull.done !== true && !(pull.s.startsWith(inboxPrefix) && isValidSubject(pull.s)))) return;
     touch();
     if (pull.done === true) {
       deliveredOnce = true;

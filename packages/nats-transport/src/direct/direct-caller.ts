@@ -3,7 +3,7 @@
  * server on a pooled connection (see direct-protocol.ts).
  * @module
  */
-import { Frame, payloadFrame, TransportError, WorkerUnavailableError, type Payload } from '@tensorbus/core';
+import { Frame, payloadFrame, RequestFailure, TransportError, WorkerUnavailableError, type Payload } from '@tensorbus/core';
 import { readSegmentRef, SEGMENT_REF_BYTES, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
@@ -72,7 +72,16 @@ function lostError(error: ConnectionLostError, subject: string, delivered: boole
   // Before the connection opened nothing was delivered; after, the request may have run and
   // its responder is gone (a process whose port closes has died or closed its transport).
   if (!delivered) return new RouteUnavailableError(error.message, { cause: error });
-  return new WorkerUnavailableError(`the responder of '${subject}' went away with the request in flight (${error.message})`, { cause: error });
+  return new WorkerUnavailableError(`the responder of '${subject}' went away with the request in flight (${error.message})`, { cause: error, reason: RequestFailure.ResponderLost });
+}
+
+/** A request placed in this process's shared memory (see {@link DirectCaller.callShared}). */
+interface SharedCall {
+  subject: string;
+  token: Buffer;
+  data: Frame;
+  ref: SegmentRef;
+  replySink: ReplySinkFactory | undefined;
 }
 
 /** Sends requests over direct routes, one pooled connection per data port. */
@@ -109,10 +118,10 @@ export class DirectCaller {
     maxReplyBytes = 2 ** 31 - 1,
     idleCloseMs = 0,
   ) {
-    this.pool = new ConnectionPool(undefined, (_endpoint, connection) => {
+    this.pool = new ConnectionPool({ maxReplyBytes, idleCloseMs }, (_endpoint, connection) => {
       const responder = this.responders.get(connection);
       if (responder) this.segments?.forgetProcess(responder.pid);
-    }, maxReplyBytes, idleCloseMs);
+    });
   }
 
   /** True when `route` can be used from here (a loopback endpoint only on the same host). */
@@ -141,7 +150,7 @@ export class DirectCaller {
     const placed = sameHost && this.segments ? this.segments.place(payload) : undefined;
     if (placed?.ref) {
       // The frame in the segment goes as a reference; callShared takes that share.
-      const reply = await this.callShared(connection, subject, route.token, placed.data as Frame, placed.ref, sink);
+      const reply = await this.callShared(connection, { subject, token: route.token, data: placed.data as Frame, ref: placed.ref, replySink: sink });
       if (sunk) this.streamedReceived++;
       if (reply) return reply;
       // The responder cannot map this process's memory: send the bytes, from now on.
@@ -182,11 +191,14 @@ export class DirectCaller {
   }
 
   /**
-   * Sends a request that lies in this process's segment `ref` as a reference,
-   * taking the share `data` (lent to the responder until it gives it back).
-   * Resolves undefined when the responder cannot map it (nothing delivered).
+   * Sends a request to `subject` on the route `token` that lies in this
+   * process's segment `ref` as a reference, taking the share `data` (lent to
+   * the responder until it gives it back); a reply too large for shared
+   * memory may go into `replySink`. Resolves undefined when the responder
+   * cannot map it (nothing delivered).
    */
-  private async callShared(connection: PeerConnection, subject: string, token: Buffer, data: Frame, ref: SegmentRef, replySink: ReplySinkFactory | undefined): Promise<Frame | undefined> {
+  private async callShared(connection: PeerConnection, call: SharedCall): Promise<Frame | undefined> {
+    const { subject, token, data, ref, replySink } = call;
     connection.lend(ref, data);
     let status: number;
     let body: Frame;

@@ -22,7 +22,7 @@ export class DirectClient {
    * @param idleCloseMs connections with nothing under way for this long are closed
    */
   constructor(stallTimeoutMs: number, idleCloseMs = 0) {
-    this.pool = new ConnectionPool(stallTimeoutMs, (endpoint) => this.failedUntil.set(endpoint, Date.now() + FAILED_ENDPOINT_PAUSE_MS), undefined, idleCloseMs);
+    this.pool = new ConnectionPool({ stallTimeoutMs, idleCloseMs }, (endpoint) => this.failedUntil.set(endpoint, Date.now() + FAILED_ENDPOINT_PAUSE_MS));
   }
 
   /** True when `offer` can be tried from here (a loopback endpoint only on the same host). */

@@ -55,6 +55,21 @@ function processSegments(): SharedSegments | undefined {
   return segmentsOfProcess;
 }
 
+/** How {@link DirectPlane.start} bounds the data plane. */
+export interface DirectPlaneLimits {
+  /** A fetch that makes no progress for this long fails, ms. */
+  stallTimeoutMs: number;
+  /** Nothing larger is taken, in either direction, before it is allocated (default 2 GiB - 1). */
+  maxTransferBytes?: number;
+  /**
+   * The NATS connection uses TLS: the direct plane is plaintext, so it stays
+   * on this host — the port listens and is announced on loopback only,
+   * whatever the options say, and only loopback endpoints are used; calls and
+   * payloads between hosts go through the encrypted bus.
+   */
+  confined?: boolean;
+}
+
 /** The direct routes and data plane of one transport. */
 export class DirectPlane {
   private readonly client: DirectClient;
@@ -82,15 +97,9 @@ export class DirectPlane {
   }
 
   /**
-   * Opens the data port; `stallTimeoutMs` fails a fetch that makes no
-   * progress; nothing larger than `maxTransferBytes` is taken, in either
-   * direction, before it is allocated.
-   * `confined` (the NATS connection uses TLS): the direct plane is plaintext,
-   * so it stays on this host — the port listens and is announced on loopback
-   * only, whatever `options` say, and only loopback endpoints are used; calls
-   * and payloads between hosts go through the encrypted bus.
+   * Opens the data port (see {@link DirectPlaneLimits} for the rest).
    */
-  static async start(options: DirectOptions, stallTimeoutMs: number, maxTransferBytes = 2 ** 31 - 1, confined = false): Promise<DirectPlane> {
+  static async start(options: DirectOptions, { stallTimeoutMs, maxTransferBytes = 2 ** 31 - 1, confined = false }: DirectPlaneLimits): Promise<DirectPlane> {
     const segments = options.sharedMemory === false ? undefined : processSegments();
     let listen = options;
     if (confined && !(isLoopback(options.host ?? '127.0.0.1') && isLoopback(options.advertise ?? options.host ?? '127.0.0.1'))) {

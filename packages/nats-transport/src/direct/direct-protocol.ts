@@ -94,6 +94,12 @@ export const CALL_HEAD_BYTES = 1 + 4 + TOKEN_BYTES + 2;
 export const GET_BYTES = 1 + 4 + TOKEN_BYTES;
 /** Payloads at least this large go direct by default. */
 export const DEFAULT_DIRECT_MIN_BYTES = 128 * 1024;
+/**
+ * Bodies below this go out in one socket write with their header (a copy
+ * cheaper than a second write); larger ones are written from their own
+ * memory after it. Requests and replies alike.
+ */
+export const COALESCE_BYTES = 64 * 1024;
 
 /** Writes `n` (up to 2^53) at `offset` as two big-endian u32. */
 export function writeSize(buffer: Buffer, offset: number, n: number): void {

@@ -296,7 +296,7 @@ export class DirectServer {
       this.reply(socket, request.id, REPLY_NO_ROUTE, EMPTY);
       return;
     }
-    if (request.op === 'call') return this.handle(socket, request.id, route.handler, request.data);
+    if (request.op === 'call') return this.handle(socket, { id: request.id, handler: route.handler, data: request.data });
     if (request.op === 'shm') return this.handleShared(socket, request.id, route.handler, request.ref);
     // Not delivered until the payload is here: a failed pull lets the requester take the bus.
     const conn = this.conns.get(socket);
@@ -304,7 +304,7 @@ export class DirectServer {
     this.fetcher!(offer!, request.size).then(
       (data) => {
         if (conn) conn.busy--;
-        this.handle(socket, request.id, route.handler, data);
+        this.handle(socket, { id: request.id, handler: route.handler, data });
       },
       () => {
         if (conn) conn.busy--;
@@ -330,7 +330,7 @@ export class DirectServer {
       this.reply(socket, id, REPLY_NO_SHM, new Uint8Array(0));
       return;
     }
-    this.handle(socket, id, handler, data, true);
+    this.handle(socket, { id, handler, data, shared: true });
   }
 
   /** The process behind `socket`, proven once per connection from the first pid it names (see socket-peer.ts). */
@@ -340,7 +340,8 @@ export class DirectServer {
     return peer?.pid === pid ? peer : undefined;
   }
 
-  private handle(socket: Socket, id: number, handler: RouteHandler, data: Frame, shared = false): void {
+  /** Runs `call.handler` on a request that arrived on `socket`; `shared`: its bytes lie in the requester's segment. */
+  private handle(socket: Socket, { id, handler, data, shared = false }: { id: number; handler: RouteHandler; data: Frame; shared?: boolean }): void {
     this.calls++;
     const conn = this.conns.get(socket);
     // Under way until answered; a request in the requester's memory also until it is given back.

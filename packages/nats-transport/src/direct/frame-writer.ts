@@ -5,19 +5,20 @@
  * refilled once the socket has taken it, so a 400 MB reply needs 8 MiB of
  * buffers instead of 400 MB. Frames that come while one streams wait for it.
  *
- * A frame or deferred body is taken as an owned share (core's `Frame`, or
- * `Owned`) when `write` is called — while its maker surely holds it — not
- * when its turn comes: its maker may release it as soon as `write` returns,
- * and the memory stays until the socket has written it.
+ * A frame or deferred body is held (core's `holdPayload`, as the transport
+ * holds a request's payload) when `write` is called — while its maker surely
+ * holds it — not when its turn comes: its maker may release it as soon as
+ * `write` returns, and the memory stays until the socket has written it.
  * Plain bytes are the writer's from then on.
  * @module
  */
 import type { Socket } from 'node:net';
 import { Frame, type DeferredBytes, type Payload } from '@tensorbus/core';
-import { Owned } from '@tensorbus/core/internal';
+import { holdPayload } from '@tensorbus/core/internal';
+import { COALESCE_BYTES } from './direct-protocol.js';
 
-/** Bodies below this go out in one write with their header. */
-const COALESCE_BYTES = 64 * 1024;
+/** The writer's hold on a body: readable until released (once written, or once the connection fails). */
+type Held = ReturnType<typeof holdPayload>;
 /** Size and number of the chunk buffers a deferred body streams through. */
 const CHUNK_BYTES = 4 * 2 ** 20;
 const CHUNKS = 2;
@@ -25,18 +26,13 @@ const CHUNKS = 2;
 /** A frame waiting for the one that streams: its body is already owned. */
 interface Queued {
   header: Buffer;
-  body: Uint8Array | Frame | Owned<DeferredBytes>;
+  body: Held;
   onWritten: (() => void) | undefined;
 }
 
-/** A share of `body` for this writer: released once written, or once the connection fails. */
-function share(body: Frame | DeferredBytes): Frame | Owned<DeferredBytes> {
-  return body instanceof Frame ? body.retain() : Owned.own(body, body.hold());
-}
-
-/** Gives up the writer's share of a queued body (plain bytes need nothing). */
-function letGo(body: Queued['body']): void {
-  if (!(body instanceof Uint8Array)) body.release();
+/** Gives up the writer's hold on a queued body. */
+function letGo(body: Held): void {
+  body.release();
 }
 
 /** The reply frames of one connection. */
@@ -55,7 +51,7 @@ export class FrameWriter {
   write(header: Buffer, body: Payload, onWritten?: () => void): boolean {
     let owned: Queued['body'];
     try {
-      owned = body instanceof Uint8Array ? body : share(body);
+      owned = holdPayload(body);
     } catch {
       return false;
     }
@@ -72,8 +68,8 @@ export class FrameWriter {
   }
 
   private start({ header, body, onWritten }: Queued): void {
-    if (body instanceof Owned) return this.stream(header, body, onWritten);
-    const bytes = body instanceof Frame ? body.bytes : body;
+    if (!(body.data instanceof Frame)) return this.stream(header, body.data, body, onWritten);
+    const bytes = body.data.bytes;
     const written = (error?: Error | null) => {
       // The socket no longer reads the memory, written or failed.
       letGo(body);
@@ -106,9 +102,8 @@ export class FrameWriter {
     }
   }
 
-  private stream(header: Buffer, owned: Owned<DeferredBytes>, onWritten: (() => void) | undefined): void {
+  private stream(header: Buffer, body: DeferredBytes, owned: Held, onWritten: (() => void) | undefined): void {
     this.streaming = true;
-    const body = owned.value;
     this.chunks ??= Array.from({ length: CHUNKS }, () => new Uint8Array(CHUNK_BYTES));
     const free = [...this.chunks];
     let position = 0;

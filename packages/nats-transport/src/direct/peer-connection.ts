@@ -10,12 +10,10 @@ import { Frame, TransportError, type FrameSink } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
 import type { SocketEnds } from '../shm/socket-peer.js';
-import { OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE, REPLY_SHM } from './direct-protocol.js';
+import { COALESCE_BYTES, OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE, REPLY_SHM } from './direct-protocol.js';
 
 /** How long a connection may take to open, ms. */
 const CONNECT_TIMEOUT_MS = 2_000;
-/** Payloads below this go out in one write with their header. */
-const COALESCE_BYTES = 64 * 1024;
 
 /** A reply: its status and bytes (a frame the request's caller owns: release it when done; empty when a sink took them). */
 export interface PeerReply {
@@ -66,6 +64,30 @@ interface Pending {
 /** Bytes read at a time while passing over a refused reply. */
 const DISCARD_BYTES = 64 * 1024;
 
+/** How a {@link PeerConnection} behaves (the pool's options, per connection). */
+export interface ConnectionLimits {
+  /**
+   * Fail the connection when requests are pending and no byte arrives for
+   * this long, ms (for fetches, answered at once); undefined for requests
+   * that may legitimately take any time (calls).
+   */
+  stallTimeoutMs?: number;
+  /** Replies larger than this fail their request, unallocated (default 2 GiB - 1). */
+  maxReplyBytes?: number;
+  /** Close the connection once nothing has been under way for this long, ms (0 or undefined: never). */
+  idleCloseMs?: number;
+}
+
+/** Options of {@link PeerConnection}. */
+export interface PeerConnectionOptions extends ConnectionLimits {
+  /** `host:port`, for messages. */
+  endpoint: string;
+  host: string;
+  port: number;
+  /** Told once when the connection breaks or closes; `idle` when it was closed for being idle. */
+  onBroken: (idle: boolean) => void;
+}
+
 /** A pooled connection; requests are answered in any order. */
 export class PeerConnection {
   broken = false;
@@ -90,20 +112,17 @@ export class PeerConnection {
   private stallTimer: NodeJS.Timeout | undefined;
   private readonly socket: Socket;
 
-  /**
-   * @param stallTimeoutMs fail the connection when requests are pending and
-   *   no byte arrives for this long (for fetches, answered at once); undefined
-   *   for requests that may legitimately take any time (calls)
-   */
-  constructor(
-    private readonly endpoint: string,
-    host: string,
-    port: number,
-    private readonly stallTimeoutMs: number | undefined,
-    private readonly onBroken: (idle: boolean) => void,
-    private readonly maxReplyBytes = 2 ** 31 - 1,
-    idleCloseMs = 0,
-  ) {
+  private readonly endpoint: string;
+  private readonly stallTimeoutMs: number | undefined;
+  private readonly onBroken: (idle: boolean) => void;
+  private readonly maxReplyBytes: number;
+
+  constructor(options: PeerConnectionOptions) {
+    const { host, port, idleCloseMs = 0 } = options;
+    this.endpoint = options.endpoint;
+    this.stallTimeoutMs = options.stallTimeoutMs;
+    this.onBroken = options.onBroken;
+    this.maxReplyBytes = options.maxReplyBytes ?? 2 ** 31 - 1;
     this.socket = connect({ host, port, noDelay: true, onread: { buffer: () => this.nextBuffer(), callback: (n: number) => this.onRead(n) } });
     this.socket.unref();
     const timer = setTimeout(() => this.fail(`did not open within ${CONNECT_TIMEOUT_MS} ms`), CONNECT_TIMEOUT_MS);
@@ -345,16 +364,13 @@ export class ConnectionPool {
   private readonly connections = new Map<string, PeerConnection>();
 
   /**
+   * @param limits of every connection (see {@link ConnectionLimits})
    * @param onBroken told of the endpoint of each connection that breaks, and the connection
    *   (not of those closed because they were idle)
-   * @param maxReplyBytes replies larger than this fail their request, unallocated
-   * @param idleCloseMs connections with nothing under way for this long are closed (0: never)
    */
   constructor(
-    private readonly stallTimeoutMs: number | undefined,
+    private readonly limits: ConnectionLimits = {},
     private readonly onBroken: (endpoint: string, connection: PeerConnection) => void = () => undefined,
-    private readonly maxReplyBytes = 2 ** 31 - 1,
-    private readonly idleCloseMs = 0,
   ) {}
 
   /** The connection to `host:port`. */
@@ -362,10 +378,16 @@ export class ConnectionPool {
     const endpoint = `${host}:${port}`;
     let connection = this.connections.get(endpoint);
     if (!connection || connection.broken) {
-      const fresh: PeerConnection = new PeerConnection(endpoint, host, port, this.stallTimeoutMs, (idle) => {
-        if (this.connections.get(endpoint) === fresh) this.connections.delete(endpoint);
-        if (!idle) this.onBroken(endpoint, fresh);
-      }, this.maxReplyBytes, this.idleCloseMs);
+      const fresh: PeerConnection = new PeerConnection({
+        ...this.limits,
+        endpoint,
+        host,
+        port,
+        onBroken: (idle) => {
+          if (this.connections.get(endpoint) === fresh) this.connections.delete(endpoint);
+          if (!idle) this.onBroken(endpoint, fresh);
+        },
+      });
       this.connections.set(endpoint, (connection = fresh));
     }
     return connection;
