@@ -5,6 +5,7 @@ import { initRpc, type WorkerInfo } from '../src/index.js';
 import { addNumbers, sleep } from './fixtures/functions.js';
 import { eventually, newGroup, startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
+import { hostOf, MEMBERSHIP } from '../src/internal.js';
 
 test.after.always(stopEverything);
 
@@ -142,10 +143,11 @@ for (const kind of transportKinds()) {
     await new Promise((resolve) => setTimeout(resolve, 50));
     const cut = Date.now();
     // Silence b without a goodbye: its heartbeats stop, as when its process dies.
-    (b as unknown as { membership: { leave(): void; announce(k: string): void } }).membership.announce = () => undefined;
-    clearInterval((b as unknown as { membership: { heartbeat: NodeJS.Timeout } }).membership.heartbeat);
+    const silenced = hostOf(b!).plugin(MEMBERSHIP) as unknown as { announce(k: string): void; heartbeat: NodeJS.Timeout; beacon?: { remove(): void } };
+    silenced.announce = () => undefined;
+    clearInterval(silenced.heartbeat);
     // Its beacon's beats (NATS) stop with it too.
-    (b as unknown as { membership: { beacon?: { remove(): void } } }).membership.beacon?.remove();
+    silenced.beacon?.remove();
     const error = await pending;
     const elapsed = Date.now() - cut;
     tt.true(elapsed < 2_000, `declared gone after ${elapsed} ms`);
