@@ -1,6 +1,8 @@
 import test from 'ava';
 import { firstValueFrom, filter } from 'rxjs';
-import { DuplicateWorkerError, InvalidArgumentError, ShutdownError, WorkerUnavailableError } from '@tensorbus/core';
+import { DuplicateWorkerError, InvalidArgumentError, ShutdownError, WorkerUnavailableError, type InboundMessage, type SubscribeOptions, type Transport } from '@tensorbus/core';
+import { decodeWithoutTensors } from '../src/tensors.js';
+import { MEMBERS_SUBJECT } from '../src/agent/subjects.js';
 import { initRpc, type WorkerInfo } from '../src/index.js';
 import { addNumbers, sleep } from './fixtures/functions.js';
 import { eventually, newGroup, startGroup, stopAll, transportKinds } from './helpers.js';
@@ -175,3 +177,32 @@ for (const kind of transportKinds()) {
     await stopAll(agents);
   });
 }
+
+/**
+ * A transport on which a worker hears id claims late, its own latest: two
+ * workers claiming at once each hear the other's claim first, as when NATS
+ * delivers two publishers' messages to two subscribers in opposite orders.
+ */
+function ownClaimsLate(inner: Transport, self: string, delayMs: number): Transport {
+  return new Proxy(inner, {
+    get(target, key) {
+      if (key === 'subscribe') {
+        return (subject: string, handler: (m: InboundMessage) => void, options?: SubscribeOptions) =>
+          target.subscribe(subject, (m) => {
+            const announced = decodeWithoutTensors(new Uint8Array(m.data.bytes)) as { k?: unknown; n?: unknown };
+            if (subject !== MEMBERS_SUBJECT || announced?.k !== 'claim') handler(m);
+            else setTimeout(() => handler(m), announced.n === self ? delayMs : delayMs / 3);
+          }, options);
+      }
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+test('local - membership - two joiners that each hear the other claim an id before their own claim get 0 and 1: claims are ordered by start, not by arrival', async (t) => {
+  const group = newGroup(transportKinds().find((k) => k.name === 'local')!);
+  const agents = await Promise.all(['p', 'q'].map(async (name) => initRpc({ name, heartbeatMs: 100, failureTimeoutMs: 2_000, transport: ownClaimsLate(await group.transport(), name, 150) })));
+  t.deepEqual(agents.map((a) => a.self.id).sort(), [0, 1]);
+  await stopAll(agents);
+});

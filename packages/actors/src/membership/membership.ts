@@ -14,9 +14,12 @@
  *   claimant of a taken rank is refused with DuplicateWorkerError (a holder
  *   answers its hello with `mine`; between two joiners the later one, by start
  *   time then instance id, gives up). A dynamic worker claims the smallest id
- *   nobody it knows holds, claims or held; the first claim of an id in the bus's order wins (a claim
- *   seen before one's own echo beats it; a claimant whose echo came first, or
- *   a holder, answers a later claim with `mine`), and the loser claims again.
+ *   nobody it knows holds, claims or held. A holder answers a claim of its id
+ *   with its heartbeat, and a claimant yields to it. Between claimants of one
+ *   id the one that started first keeps it (start time, then instance id: an
+ *   order every worker agrees on, unlike the order two claims arrive in, which
+ *   NATS may deliver differently to different subscribers); it answers a later
+ *   claim with `mine`, and the loser claims again.
  *   An id is final once `join` resolves and never changes.
  * - heartbeats: every worker broadcasts `hb` every `heartbeatMs`; a worker not
  *   heard from for `failureTimeoutMs` is declared failed (while this worker's
@@ -477,15 +480,19 @@ export class Membership implements MembershipFace {
     if (this.worldSize === undefined) {
       const claim = this.claim;
       if (claim && !claim.lost && message.id === claim.id) {
-        if (message.k === CLAIM && claim.echoed) {
-          // Ours came first in the bus's order: tell the later claimant (it may not have heard ours).
-          this.announce(MINE, claim.id);
+        if (message.k === CLAIM || message.k === MINE) {
+          // Another claimant of the id. Two workers may see two claims in opposite orders, so who
+          // keeps the id is decided by an order they all agree on: the one that started first.
+          if (!this.startedBefore(message)) claim.lost = true;
+          // Tell a later claimant (it may not have heard ours).
+          else if (message.k === CLAIM) this.announce(MINE, claim.id);
         } else {
-          // A holder, or a claim ordered before ours.
+          // A holder (its heartbeat, its `here`).
           claim.lost = true;
         }
       } else if (this.heartbeat && message.id === this.id && message.k === CLAIM) {
-        this.announce(MINE);
+        // A holder answers as a holder: its heartbeat, which every claimant yields to.
+        this.announce(HEARTBEAT);
       }
       return false;
     }
@@ -499,7 +506,7 @@ export class Membership implements MembershipFace {
     }
     const holder = message.k === HEARTBEAT || message.k === MINE;
     // Between two joiners the later one gives up (start time, then instance id): a claimant that came first keeps its rank.
-    const later = this.joinedAt > message.t || (this.joinedAt === message.t && this.inst > message.inst);
+    const later = !this.startedBefore(message);
     if (holder || later) {
       if (!this.conflict) {
         this.conflict = new DuplicateWorkerError(
@@ -515,6 +522,11 @@ export class Membership implements MembershipFace {
       this.announce(HELLO);
     }
     return true;
+  }
+
+  /** True when this worker started before the sender of `message` (start time, then instance id: every worker orders two the same way). */
+  private startedBefore(message: Announcement): boolean {
+    return this.joinedAt < message.t || (this.joinedAt === message.t && this.inst < message.inst);
   }
 
   /**
