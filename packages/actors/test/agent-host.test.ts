@@ -90,8 +90,7 @@ for (const kind of transportKinds()) {
 
   test(t('a protocol added as one plugin works end to end: its control kind and its function'), async (tt) => {
     const group = newGroup(kind);
-    const options = { transport: group.transport(), heartbeatMs: 100, failureTimeoutMs: 600 };
-    const agents = await Promise.all(['a', 'b'].map((name) => startAgent({ name, ...options }, [tallyPlugin])));
+    const agents = await Promise.all(['a', 'b'].map((name) => startAgent({ name, transport: group.transport(), heartbeatMs: 100, failureTimeoutMs: 600 }, [tallyPlugin])));
     const [a, b] = agents;
     const tally = hostOf(a!).plugin(TALLY);
     await tally.bump('b', 3);
@@ -103,8 +102,7 @@ for (const kind of transportKinds()) {
 
   test(t('a control message of an undeclared kind fails where it is sent; one a worker does not handle is answered with an error'), async (tt) => {
     const group = newGroup(kind);
-    const options = { transport: group.transport(), heartbeatMs: 100, failureTimeoutMs: 600 };
-    const [a, b] = await Promise.all(['a', 'b'].map((name) => startAgent({ name, ...options }, [])));
+    const [a, b] = await Promise.all(['a', 'b'].map((name) => startAgent({ name, transport: group.transport(), heartbeatMs: 100, failureTimeoutMs: 600 }, [])));
     tt.throws(() => hostOf(a!).sendControl('b', { k: 'rref.frok' }), { instanceOf: InvalidArgumentError, message: /'rref\.frok' is declared by no protocol plugin/ });
     // A peer that runs a protocol this worker lacks (or a hostile one) gets a typed refusal, and the worker carries on.
     const before = hostOf(b!).control.malformed;

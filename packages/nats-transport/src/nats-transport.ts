@@ -229,7 +229,8 @@ export class NatsTransport implements Transport {
 
   async flush(): Promise<void> {
     if (this.closed) throw new ShutdownError('the NATS transport is closed');
-    await this.nc.flush();
+    // nats.js leaves a flush pending for good when the connection closes meanwhile (another owner of it closing it).
+    await Promise.race([this.nc.flush(), this.nc.closed().then(() => Promise.reject(new ShutdownError('the NATS transport closed during a flush')))]);
   }
 
   async close(): Promise<void> {
