@@ -27,7 +27,7 @@ import { renderMarkdown } from './report/markdown.js';
 import { writePerformanceDoc } from './report/performance-doc.js';
 import { evaluateTargets } from './report/targets.js';
 import type { BenchReport, CaseResult, GrowthRecord, MissingSystem, PeakRecord } from './results.js';
-import { Progress, runCase, runPeakCase, runPytorchLatency, runPytorchRate } from './runner.js';
+import { Progress, runCase, runPeakCase, runPytorchLatency, runPytorchProtocols, runPytorchRate } from './runner.js';
 import { startNodeSystem, type NodeSystem } from './systems/node-systems.js';
 import { PYTORCH_MISSING, torchAvailability } from './systems/pytorch.js';
 import { SYSTEM_IDS, SYSTEM_LABELS } from './systems/system-ids.js';
@@ -109,6 +109,7 @@ for (const c of mainCases) results.push(...(await runCase(c, systems, options.qu
 // 2. PyTorch RPC: its anchor scripts, as they are.
 const torchLatencyCases = mainCases.filter((c) => c.kind === 'latency');
 const torchRate = mainCases.find((c) => c.kind === 'rate');
+const torchProtocolCases = mainCases.filter((c) => c.kind === 'rref' || c.kind === 'autograd');
 if (torchOk) {
   try {
     if (torchLatencyCases.length > 0) {
@@ -123,6 +124,13 @@ if (torchOk) {
       const rate = await runPytorchRate(torchRate.id, runsOfScript, options.quick ? 5_000 : 20_000);
       console.log(`        -> ${rate.perSecond!.toFixed(0)} calls/s`);
       results.push(rate);
+    }
+    if (torchProtocolCases.length > 0) {
+      console.log(`PyTorch RPC: torch_rref_autograd.py (${torchProtocolCases.map((c) => c.id).join(', ')}) ...`);
+      for (const r of await runPytorchProtocols(torchProtocolCases)) {
+        console.log(`        -> ${r.caseId}: ${r.perSecond !== undefined ? `${r.perSecond.toFixed(0)}/s` : `median ${(r.medianMs! * 1000).toFixed(0)} µs`}`);
+        results.push(r);
+      }
     }
   } catch (error) {
     console.log(`  PyTorch RPC failed: ${(error as Error).message}`);

@@ -147,3 +147,21 @@ export async function runPytorchRate(caseId: string, runs: number, calls: number
   }
   return { caseId, system: 'pytorch', perSecond: median(rounds), rounds };
 }
+
+/**
+ * Runs torch_rref_autograd.py once for the protocol `cases`: `rref` (remote +
+ * to_here + release per second, the median of its five rounds) and
+ * `autograd` (the median step of a RemoteModule forward, a local loss,
+ * backward across both workers, get_gradients and context exit).
+ */
+export async function runPytorchProtocols(cases: readonly BenchCase[]): Promise<CaseResult[]> {
+  const { lines } = await runAnchorScript('torch_rref_autograd.py', []);
+  const out: CaseResult[] = [];
+  for (const c of cases) {
+    const line = lines.find((l) => l.case === c.kind);
+    if (c.kind === 'rref' && line?.calls_per_s !== undefined) out.push({ caseId: c.id, system: 'pytorch', perSecond: line.calls_per_s });
+    if (c.kind === 'autograd' && line?.median_us !== undefined) out.push({ caseId: c.id, system: 'pytorch', medianMs: line.median_us / 1000 });
+  }
+  if (out.length < cases.length) throw new Error(`torch_rref_autograd.py printed ${out.length} of the ${cases.length} figures asked for`);
+  return out;
+}
