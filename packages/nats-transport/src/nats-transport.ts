@@ -67,6 +67,8 @@ export class NatsTransport implements Transport {
   private readonly inbox: string;
   private readonly inboxPrefix: string;
   private readonly requests: PendingRequests;
+  /** Rejecters of flushes awaiting the server. */
+  private readonly flushes = new Set<(error: Error) => void>();
   private readonly muxSubscription: Subscription;
   private readonly chunkTimeoutMs: number;
   private readonly maxTransferBytes: number;
@@ -229,8 +231,11 @@ export class NatsTransport implements Transport {
 
   async flush(): Promise<void> {
     if (this.closed) throw new ShutdownError('the NATS transport is closed');
-    // nats.js leaves a flush pending for good when the connection closes meanwhile (another owner of it closing it).
-    await Promise.race([this.nc.flush(), this.nc.closed().then(() => Promise.reject(new ShutdownError('the NATS transport closed during a flush')))]);
+    // nats.js leaves a flush pending for good when the connection closes meanwhile: closing fails it (onClosed).
+    await new Promise<void>((resolve, reject) => {
+      this.flushes.add(reject);
+      this.nc.flush().then(resolve, reject).finally(() => this.flushes.delete(reject));
+    });
   }
 
   async close(): Promise<void> {
@@ -370,6 +375,8 @@ export class NatsTransport implements Transport {
     this.beacons.clear();
     this.direct?.close();
     for (const request of this.requests.all()) request.reject(new ShutdownError('the NATS transport was closed while a request was pending'));
+    for (const fail of this.flushes) fail(new ShutdownError('the NATS transport was closed during a flush'));
+    this.flushes.clear();
     this.setStatus('closed');
     this.status$.complete();
   }

@@ -132,3 +132,12 @@ for (const kind of transportKinds()) {
     await close();
   });
 }
+
+test('nats - transport - a flush pending when its transport is closed (by another owner of it) fails with ShutdownError, never hangs', async (t) => {
+  const nats = transportKinds().find((k) => k.name === 'nats')!;
+  const transport = await nats.create({ namespace: `f${process.pid}` });
+  const pending = transport.flush();
+  await transport.close();
+  await t.throwsAsync(pending, { instanceOf: ShutdownError, message: /closed during a flush/ });
+  await t.throwsAsync(transport.flush(), { instanceOf: ShutdownError });
+});

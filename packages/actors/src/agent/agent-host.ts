@@ -27,6 +27,7 @@ import type {
   ProtocolPlugin,
   StreamStarter,
 } from './host.js';
+import { departureReason } from './host.js';
 import type { Identity } from './identity.js';
 import type { ResolvedOptions } from './options.js';
 
@@ -50,9 +51,8 @@ export class WorkerHost implements AgentHost {
   readonly calls: CallClient;
   readonly server: CallServer;
   readonly callAuth: CallAuth;
-  private readonly installed = new Map<PluginKey<unknown>, object>();
-  /** Lifecycles in install order. */
-  private readonly lifecycles: PluginLifecycle[] = [];
+  /** Installed plugins' objects, in install order (their lifecycles run in it). */
+  private readonly installed = new Map<PluginKey<unknown>, PluginLifecycle>();
   /** Protocol function name -> the plugin that declared it. */
   private readonly functionOwners = new Map<string, string>();
   private readonly metaContributors: MetaContributor[] = [];
@@ -69,8 +69,7 @@ export class WorkerHost implements AgentHost {
     this.calls = new CallClient(transport, this.name, this, () => this.options.rpcTimeoutMs, this.callAuth);
     this.server = new CallServer(transport, this.name, this, this.callAuth, new CallLog(this.name, options.logger));
     this.members.gone$.subscribe(({ name: gone, reason }) => {
-      const why = reason === 'left' ? 'left the group' : `stopped answering (no heartbeat for ${this.options.failureTimeoutMs} ms)`;
-      this.calls.failAll(gone, new WorkerUnavailableError(`worker '${gone}' ${why}`));
+      this.calls.failAll(gone, new WorkerUnavailableError(`worker '${gone}' ${departureReason(reason, this.options.failureTimeoutMs)}`));
       // A failed worker may speak again as the same instance: its counters stay, so nothing it sent can be replayed.
       if (reason === 'left') this.callAuth.forget(gone);
     });
@@ -99,9 +98,7 @@ export class WorkerHost implements AgentHost {
     this.installing = plugin;
     try {
       const object = plugin.install(this);
-      const lifecycle: PluginLifecycle = object;
       this.installed.set(plugin.key, object);
-      this.lifecycles.push(lifecycle);
       return object;
     } finally {
       this.installing = undefined;
@@ -182,25 +179,25 @@ export class WorkerHost implements AgentHost {
 
   /** Joins the group; resolves once the plugins' start steps are done (a static group is complete). */
   async start(): Promise<void> {
-    for (const plugin of this.lifecycles) await plugin.beforeListen?.();
+    for (const plugin of this.installed.values()) await plugin.beforeListen?.();
     this.control.listen();
     this.server.listen();
-    for (const plugin of this.lifecycles) await plugin.afterListen?.();
+    for (const plugin of this.installed.values()) await plugin.afterListen?.();
     // Serving (and calling from served functions) starts now; a static group's initRpc still waits for everyone.
     this.state = 'running';
-    for (const plugin of this.lifecycles) await plugin.whenRunning?.();
+    for (const plugin of this.installed.values()) await plugin.whenRunning?.();
   }
 
   get callCounts(): CallCounts {
     const outstanding = this.calls.inFlight + this.server.running;
     let busy = outstanding;
-    for (const plugin of this.lifecycles) busy += plugin.busy?.() ?? 0;
+    for (const plugin of this.installed.values()) busy += plugin.busy?.() ?? 0;
     return { outstanding, busy, sentTo: this.calls.sentTo, receivedFrom: this.server.receivedFrom };
   }
 
   /** Graceful shutdown's last step before leaving: each plugin lets go of what peers hold for it. */
   async beforeLeave(timeoutMs: number): Promise<void> {
-    for (const plugin of this.lifecycles) await plugin.beforeLeave?.(timeoutMs);
+    for (const plugin of this.installed.values()) await plugin.beforeLeave?.(timeoutMs);
   }
 
   /** True once started and until stop() begins (not while starting). */
@@ -220,7 +217,7 @@ export class WorkerHost implements AgentHost {
     this.server.refuse();
     const error = new ShutdownError(`RPC agent '${this.name}' shut down`);
     this.calls.failEverything(error);
-    for (const plugin of [...this.lifecycles].reverse()) plugin.stopping?.(error);
+    for (const plugin of [...this.installed.values()].reverse()) plugin.stopping?.(error);
     try {
       await this.transport.flush();
     } catch {
@@ -229,7 +226,7 @@ export class WorkerHost implements AgentHost {
     this.server.close();
     this.control.close();
     await this.transport.close();
-    for (const plugin of [...this.lifecycles].reverse()) plugin.stopped?.();
+    for (const plugin of [...this.installed.values()].reverse()) plugin.stopped?.();
     this.state = 'stopped';
   }
 }

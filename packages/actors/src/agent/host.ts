@@ -106,6 +106,11 @@ export interface Departure {
   reason: 'left' | 'failed';
 }
 
+/** Why a departed worker is gone, as errors say it. */
+export function departureReason(reason: Departure['reason'], failureTimeoutMs: number): string {
+  return reason === 'left' ? 'left the group' : `stopped answering (no heartbeat for ${failureTimeoutMs} ms)`;
+}
+
 /** The group as every protocol sees it (kept by the membership plugin). */
 export interface MembersView {
   /** This worker. */

@@ -4,7 +4,6 @@
  * @module
  */
 import { PluginKey, type ProtocolPlugin } from '../agent/host.js';
-import type { MembershipFace } from '../agent/agent-host.js';
 import { Membership } from './membership.js';
 import { MEMBERSHIP_CONTROL_KINDS } from './membership-protocol.js';
 
@@ -12,7 +11,7 @@ import { MEMBERSHIP_CONTROL_KINDS } from './membership-protocol.js';
 export const MEMBERSHIP = new PluginKey<Membership>('membership');
 
 /** Membership: join, ids, heartbeats, failure detection, leave. */
-export const membershipPlugin: ProtocolPlugin<Membership> & ProtocolPlugin<MembershipFace> = {
+export const membershipPlugin: ProtocolPlugin<Membership> = {
   key: MEMBERSHIP,
   kinds: MEMBERSHIP_CONTROL_KINDS,
   functions: [],

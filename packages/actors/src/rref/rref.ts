@@ -96,8 +96,10 @@ function proxy<P>(make: (method: string) => (...args: unknown[]) => unknown): P 
  * ```
  */
 export class RRef<T = unknown> implements ArrivesAsItself {
-  /** An RRef arrives as an RRef (see `Received`). */
-  readonly [ARRIVES_AS_ITSELF] = true as const;
+  /** An RRef arrives as an RRef (see `Received`); on the prototype, not on every handle. */
+  get [ARRIVES_AS_ITSELF](): true {
+    return true;
+  }
 
   /** @internal */
   constructor(

@@ -5,7 +5,7 @@
  * @module
  */
 import type { ShutdownError } from '@tensorbus/core';
-import { PluginKey, type AgentHost, type PluginLifecycle, type ProtocolPlugin } from '../agent/host.js';
+import { departureReason, PluginKey, type AgentHost, type PluginLifecycle, type ProtocolPlugin } from '../agent/host.js';
 import { StreamConsumers } from './stream-consumer.js';
 import { StreamProducers } from './stream-producer.js';
 import { STREAM_CONTROL_KINDS } from './stream-protocol.js';
@@ -20,8 +20,7 @@ export class Streams implements PluginLifecycle {
     this.producers = new StreamProducers(host);
     host.serveStreams((request, produce, caller, ended) => this.producers.start(request, produce, caller, ended));
     host.members.gone$.subscribe(({ name, reason }) => {
-      const why = reason === 'left' ? 'left the group' : `stopped answering (no heartbeat for ${host.options.failureTimeoutMs} ms)`;
-      this.consumers.producerGone(name, why);
+      this.consumers.producerGone(name, departureReason(reason, host.options.failureTimeoutMs));
       this.producers.cancelFor(name);
     });
   }
