@@ -35,6 +35,8 @@ for (const kind of transportKinds()) {
         tf.dispose([h, y, loss]);
       });
     await iteration(); // optimizer state is made on the first step
+    // Contexts are released on the other workers in the background: the baseline is taken once they are.
+    await eventually(() => agents.every((a) => a.distAutograd.size === 0));
     const baseline = tf.memory().numTensors;
     const started = Date.now();
     for (let i = 0; i < CONTEXTS; i++) await iteration();

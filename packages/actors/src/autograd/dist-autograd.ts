@@ -95,8 +95,10 @@ export class DistAutograd implements PluginLifecycle {
    * Runs `fn` inside a new context [dist_autograd.context()]. Every RPC made
    * inside it (awaited or not, nested to any depth, to self too, RRef uses
    * included) belongs to the context. When `fn` settles, the context is
-   * released here and on every worker it reached; then this resolves with
-   * `fn`'s result, or rejects with its error.
+   * released here at once and on every worker it reached in the background
+   * (as PyTorch does on context exit: the release messages are not waited
+   * for; each is retried until its worker answers, leaves or fails); this
+   * resolves with `fn`'s result, or rejects with its error.
    */
   async context<T>(fn: (contextId: ContextId) => T | PromiseLike<T>): Promise<T> {
     this.host.checkRunning();
@@ -106,7 +108,7 @@ export class DistAutograd implements PluginLifecycle {
     try {
       return await recordingScope.run(context, () => fn(context.id));
     } finally {
-      await this.release(context, undefined);
+      void this.release(context, undefined);
     }
   }
 

@@ -23,6 +23,7 @@ import { creationFailed, RRef, type HandleState, type RRefHost, type UserState }
 import { Budget } from './bounded-wait.js';
 import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { rrefBackward } from './rref-backward.js';
+import { forEachTensor } from '../tensors.js';
 
 /** Counts of `agent.rrefStats()`. */
 export interface RRefStats {
@@ -111,8 +112,13 @@ export class RRefManager implements RRefHost, PluginLifecycle {
   /** Counts of owned values, held forks and pending forks. */
   stats(): RRefStats {
     let pendingChildren = 0;
-    for (const state of this.users.values()) pendingChildren += state.pendingChildren.size;
-    return { owners: this.owners.size, users: this.users.size, pendingUsers: this.owners.pendingUsers, pendingChildren };
+    let users = 0;
+    for (const state of this.users.values()) {
+      pendingChildren += state.pendingChildren.size;
+      // A released fork is no longer held here, though its delete may still be on its way to the owner.
+      if (!state.released) users++;
+    }
+    return { owners: this.owners.size, users, pendingUsers: this.owners.pendingUsers, pendingChildren };
   }
 
   /** A new id, unique in the namespace. */
@@ -147,8 +153,10 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     const state = this.newUser(rrefId, to, this.newId());
     const send = (callOptions: CallOptions) => this.host.call(to, CREATE_FN, [rrefId, state.forkId, spec], callOptions);
     let created: Promise<unknown>;
-    if (after === undefined) created = send(options);
-    else {
+    if (after === undefined) {
+      created = send(options);
+      state.creating = true;
+    } else {
       // One timeout for the wait and the creation together.
       const budget = this.budget(options);
       created = budget.wait(after, () => `RRef ${rrefId}'s target being usable`).then(() => send(budget.rest(options)));
@@ -230,7 +238,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
   // ---- using RRefs -----------------------------------------------------------
 
   async fetch(rref: RRef<unknown>, options: CallOptions): Promise<unknown> {
-    return this.onOwner(rref, options, (rest) => this.host.call(rref.ownerName(), FETCH_FN, [rref.rrefId], rest));
+    return this.onOwner(rref, options, (rest) => this.host.call(rref.ownerName(), FETCH_FN, [rref.rrefId], rest), true);
   }
 
   async callMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): Promise<unknown> {
@@ -256,14 +264,16 @@ export class RRefManager implements RRefHost, PluginLifecycle {
    * Runs a call to the owner once the RRef is usable, the wait and the call
    * within one timeout, turning the owner's disappearance into RREF_OWNER_LOST.
    */
-  private async onOwner(rref: RRef<unknown>, options: CallOptions, call: (rest: CallOptions) => Promise<unknown>): Promise<unknown> {
+  private async onOwner(rref: RRef<unknown>, options: CallOptions, call: (rest: CallOptions) => Promise<unknown>, readOnly = false): Promise<unknown> {
     this.host.checkRunning();
     rref.checkUsable();
+    const user = rref.user;
+    if (readOnly && user && !user.confirmed && user.creating) return this.pipelined(user, options, call);
     let rest = options;
     // Nothing is sent before the RRef is usable: a use that timed out while waiting must not run later.
-    if (rref.user && !rref.user.confirmed) {
+    if (user && !user.confirmed) {
       const budget = this.budget(options);
-      await budget.wait(rref.user.confirmation, () => `the creation or confirmation of RRef ${rref.rrefId}`);
+      await budget.wait(user.confirmation, () => `the creation or confirmation of RRef ${rref.rrefId}`);
       rref.checkUsable();
       rest = budget.rest(options);
     } else if (rref.entry && !rref.entry.created) {
@@ -272,6 +282,49 @@ export class RRefManager implements RRefHost, PluginLifecycle {
       rref.checkUsable();
       rest = budget.rest(options);
     }
+    return this.toOwner(rref, rest, call);
+  }
+
+  /**
+   * A fetch of a value this worker's `remote()` is still creating (its
+   * creation call is on its way) [PyTorch: a fetch that reaches the owner
+   * before the creation waits for it]: sent at once, right behind the
+   * creation, so `remote()` + `toHere()` cost one round trip instead of two.
+   * The owner answers it once the value is made. Only reads go ahead like
+   * this: a method call waits for the creation's acknowledgement, so that a
+   * use that timed out meanwhile never runs on the value.
+   *
+   * The value counts only once the creation is acknowledged (its reply comes
+   * first, on the same route): a creation that failed or timed out fails the
+   * fetch with RREF_CREATION_FAILED and the value is let go. A fetch that
+   * overtook its creation (the two went different ways, or the creation waits
+   * for RRefs among its arguments) finds no value and changes nothing: it is
+   * sent again once the creation is acknowledged.
+   */
+  private async pipelined(user: UserState, options: CallOptions, call: (rest: CallOptions) => Promise<unknown>): Promise<unknown> {
+    const budget = this.budget(options);
+    let result: unknown;
+    try {
+      result = await call(options);
+    } catch (error) {
+      await budget.wait(user.confirmation, () => `the creation of RRef ${user.rrefId}`);
+      if (user.failure) throw user.failure;
+      const overtaken = error instanceof RRefError && error.code === 'RREF_OWNER_LOST' && user.confirmed;
+      if (!overtaken) throw error instanceof WorkerUnavailableError ? (user.failure = ownerLost(user, error)) : error;
+      return this.toOwner({ user }, budget.rest(options), call);
+    }
+    try {
+      await budget.wait(user.confirmation, () => `the creation of RRef ${user.rrefId}`);
+      if (user.failure) throw user.failure;
+    } catch (error) {
+      forEachTensor(result, (tensor) => tensor.dispose());
+      throw error;
+    }
+    return result;
+  }
+
+  /** Runs `call` on the owner, turning the owner's disappearance into RREF_OWNER_LOST. */
+  private async toOwner(rref: Pick<RRef<unknown>, 'user'>, rest: CallOptions, call: (rest: CallOptions) => Promise<unknown>): Promise<unknown> {
     try {
       return await call(rest);
     } catch (error) {
@@ -297,7 +350,9 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     const state = rref.user!;
     // The fork goes with its last handle (a fork() of it may still be held).
     if (--state.handles > 0) return;
-    await this.releaseUser(state);
+    // The owner is told in the background (PyTorch's delete is asynchronous too): the delete is
+    // acknowledged and retried like every RRef message, and shutdown waits for it.
+    void this.releaseUser(state);
   }
 
   /**
@@ -332,9 +387,16 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     }
   }
 
-  private async releaseUser(state: UserState): Promise<void> {
-    if (state.released) return;
-    state.released = true;
+  private releaseUser(state: UserState): Promise<void> {
+    if (!state.released) {
+      state.released = true;
+      state.deleting = this.deleteWhenDone(state).catch(() => undefined);
+    }
+    return state.deleting ?? Promise.resolve();
+  }
+
+  /** Once the fork is confirmed (or failed), tells its owner it is gone. */
+  private async deleteWhenDone(state: UserState): Promise<void> {
     await state.confirmation;
     if (state.failure?.code === 'RREF_CREATION_FAILED' || (state.failure && !state.confirmed)) {
       // The failure path already told the owner to drop the fork.

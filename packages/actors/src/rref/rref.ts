@@ -38,6 +38,14 @@ export interface UserState {
   /** Why this RRef cannot be used (creation failed, owner lost). */
   failure: TensorbusError | undefined;
   released: boolean;
+  /**
+   * This worker's own `remote()` is creating the value and its creation call
+   * is already on its way: a use may follow it at once (the owner waits for a
+   * value still being made), instead of waiting for the reply first.
+   */
+  creating?: boolean;
+  /** The delete of this fork, once under way (the last handle was released): shutdown waits for it. */
+  deleting?: Promise<void>;
   /** Forks this worker sent on, not yet confirmed by their holders: forkId -> holder. */
   pendingChildren: Map<string, string>;
   /** RRef objects (handles) on this fork not released yet: the fork goes with the last. */

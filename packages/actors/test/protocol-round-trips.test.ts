@@ -1,0 +1,122 @@
+/**
+ * What the RRef and autograd protocols wait for (issue 16, docs/rref.md and
+ * docs/dist-autograd.md "Messages per operation"): `toHere()` right after
+ * `remote()` goes out behind the creation instead of after its
+ * acknowledgement, a fetch that overtakes its creation is sent again, and
+ * neither `release()` nor the end of a context waits for the owner's or the
+ * peer's answer, which still comes and still frees everything.
+ */
+import test from 'ava';
+import { fileURLToPath } from 'node:url';
+import { tf } from '@tensorbus/core';
+import { sleep } from './fixtures/functions.js';
+import { rrefValue } from './fixtures/rref-functions.js';
+import { rrefCountsHere, spin, stop, tensorsHere } from './fixtures/worker-functions.js';
+import { once } from 'node:events';
+import { contextsHere, mul, stopProcess } from './fixtures/autograd-functions.js';
+import { startProcessGroup, TIMING } from './process-group.js';
+import { eventually, rrefsReleased, startGroup, stopAll, stopEverything, transportKinds } from './helpers.js';
+import { hostOf } from '../src/internal.js';
+
+test.after.always(stopEverything);
+
+const SLACK = { failureTimeoutMs: 5_000 };
+const ZERO = { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 };
+
+for (const kind of transportKinds()) {
+  const t = (title: string) => `${kind.name} - rref protocol - ${title}`;
+
+  test(t('toHere() right after remote() is sent behind the creation, before the owner acknowledged it'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b'], SLACK);
+    const [a, b] = agents;
+    const r = a!.remote('b', sleep, [400, 'made']);
+    const value = r.toHere();
+    // Both calls are on the owner while the creation still runs: the fetch did not wait for its reply.
+    await eventually(() => hostOf(b!).server.running === 2, 2_000);
+    tt.false(r.confirmedByOwner(), 'the creation is not acknowledged yet');
+    tt.is(await value, 'made');
+    tt.true(r.confirmedByOwner());
+    await r.release();
+    await rrefsReleased(agents);
+    await stopAll(agents);
+  });
+
+  test(t('a fetch that overtakes its creation finds nothing, changes nothing, and is sent again once the creation is acknowledged'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b', 'c'], SLACK);
+    const [a, b] = agents;
+    // The creation on b waits for its RRef argument (made on c for 300 ms) before it opens its value,
+    // so the fetch sent right behind it reaches b first.
+    const slowArgument = a!.remote('c', sleep, [300, 7]);
+    const r = a!.remote('b', rrefValue, [slowArgument]);
+    tt.is(await r.toHere(), 7);
+    tt.like(b!.rrefStats(), { owners: 1 }, 'the value was made once');
+    await Promise.all([r.release(), slowArgument.release()]);
+    await rrefsReleased(agents);
+    await stopAll(agents);
+  });
+}
+
+const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
+const autogradWorkerScript = fileURLToPath(new URL('./fixtures/autograd-worker.js', import.meta.url));
+/** The owner computes this long without yielding: longer than any release should take, shorter than the failure timeout (3 s). */
+const BUSY_MS = 1_200;
+
+test.serial('nats processes - rref protocol - release() does not wait for a busy owner, which drops the value once the delete arrives', async (t) => {
+  const { agent, children } = await startProcessGroup(workerScript, 2, TIMING.relaxed);
+  const baseline = await agent.rpcSync('p1', tensorsHere, []);
+  const r = agent.remote('p1', tf.ones, [[16]]);
+  (await r.toHere()).dispose();
+  const busy = agent.rpcAsync('p1', spin, [BUSY_MS, 1]).wait();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const started = Date.now();
+  await r.release();
+  const took = Date.now() - started;
+  t.true(took < BUSY_MS / 2, `release() took ${took} ms while its owner was busy for ${BUSY_MS} ms`);
+  t.deepEqual(agent.rrefStats(), ZERO, 'the fork is gone here at once');
+  t.is(await busy, 1);
+  let remote = await agent.rpcSync('p1', rrefCountsHere, []);
+  for (let i = 0; i < 100 && remote.owners !== 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    remote = await agent.rpcSync('p1', rrefCountsHere, []);
+  }
+  t.deepEqual(remote, ZERO, 'the owner dropped the value when the delete arrived');
+  t.is(await agent.rpcSync('p1', tensorsHere, []), baseline);
+  await agent.rpcSync('p1', stop, []);
+  await agent.shutdown({ timeoutMs: 5_000 });
+  if (children[0]!.exitCode === null) await once(children[0]!, 'exit');
+});
+
+test.serial('nats processes - autograd - a context ends without waiting for a busy peer, which drops its part once the release arrives', async (t) => {
+  const { agent, children } = await startProcessGroup(autogradWorkerScript, 2, TIMING.relaxed);
+  const baseline = await agent.rpcSync('p1', tensorsHere, []);
+  const w = tf.variable(tf.tensor1d([1, 2, 3]));
+  const x = tf.tensor1d([4, 5, 6]);
+  let busy: Promise<number> | undefined;
+  let ended = 0;
+  await agent.distAutograd.context(async (ctxId) => {
+    const y = await agent.rpcSync('p1', mul, [w, x]);
+    const loss = tf.sum(y);
+    await agent.distAutograd.backward(ctxId, [loss]);
+    t.deepEqual(Array.from(agent.distAutograd.getGradients(ctxId).get(w)!.dataSync()), [4, 5, 6]);
+    t.is(await agent.rpcSync('p1', contextsHere, []), 1, 'the peer holds its part of the context');
+    busy = agent.rpcAsync('p1', spin, [BUSY_MS, 1]).wait();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    tf.dispose([y, loss]);
+    ended = Date.now();
+  });
+  const took = Date.now() - ended;
+  t.true(took < BUSY_MS / 2, `the context took ${took} ms to end while its peer was busy for ${BUSY_MS} ms`);
+  t.is(agent.distAutograd.size, 0, 'released here at once');
+  t.is(await busy, 1);
+  let parts = await agent.rpcSync('p1', contextsHere, []);
+  for (let i = 0; i < 100 && parts !== 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    parts = await agent.rpcSync('p1', contextsHere, []);
+  }
+  t.is(parts, 0, 'the peer dropped its part when the release arrived');
+  t.is(await agent.rpcSync('p1', tensorsHere, []), baseline, 'and the tensors it held');
+  tf.dispose([w, x]);
+  await agent.rpcSync('p1', stopProcess, []).catch(() => undefined);
+  await agent.shutdown({ timeoutMs: 5_000 });
+  if (children[0]!.exitCode === null) await once(children[0]!, 'exit');
+});
