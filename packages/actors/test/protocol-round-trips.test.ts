@@ -26,16 +26,45 @@ const ZERO = { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 };
 for (const kind of transportKinds()) {
   const t = (title: string) => `${kind.name} - rref protocol - ${title}`;
 
-  test(t('toHere() right after remote() is sent behind the creation, before the owner acknowledged it'), async (tt) => {
+  test(t('toHere() in the same turn as remote() rides on the creation: the owner serves one call, whose reply brings the value'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b'], SLACK);
+    const [a, b] = agents;
+    const served = () => hostOf(b!).server.receivedFrom['a'] ?? 0;
+    const before = served();
+    const r = a!.remote('b', sleep, [50, 'made']);
+    tt.is(await r.toHere(), 'made');
+    tt.is(served() - before, 1, 'one call: the creation, no fetch');
+    tt.true(r.confirmedByOwner());
+    tt.is(await r.toHere(), 'made', 'a later toHere() fetches');
+    tt.is(served() - before, 2);
+    await r.release();
+    await rrefsReleased(agents);
+    await stopAll(agents);
+  });
+
+  test(t('toHere() after the creation went out is sent right behind it, before the owner acknowledged it'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b'], SLACK);
     const [a, b] = agents;
     const r = a!.remote('b', sleep, [400, 'made']);
+    await new Promise((resolve) => setImmediate(resolve));
     const value = r.toHere();
     // Both calls are on the owner while the creation still runs: the fetch did not wait for its reply.
     await eventually(() => hostOf(b!).server.running === 2, 2_000);
     tt.false(r.confirmedByOwner(), 'the creation is not acknowledged yet');
     tt.is(await value, 'made');
-    tt.true(r.confirmedByOwner());
+    await r.release();
+    await rrefsReleased(agents);
+    await stopAll(agents);
+  });
+
+  test(t('a call made right after remote() does not overtake the creation'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b'], SLACK);
+    const [a, b] = agents;
+    const r = a!.remote('b', sleep, [0, 'made']);
+    // By id, as a peer outside the RRef protocol would: the owner must already know the value.
+    const rrefId = (r as unknown as { rrefId: string }).rrefId;
+    tt.is(await a!.rpcSync('b', 'tb.rref.fetch', [rrefId]), 'made');
+    tt.like(b!.rrefStats(), { owners: 1 });
     await r.release();
     await rrefsReleased(agents);
     await stopAll(agents);
@@ -51,6 +80,17 @@ for (const kind of transportKinds()) {
     tt.is(await r.toHere(), 7);
     tt.like(b!.rrefStats(), { owners: 1 }, 'the value was made once');
     await Promise.all([r.release(), slowArgument.release()]);
+    await rrefsReleased(agents);
+    await stopAll(agents);
+  });
+
+  test(t('600 RRefs released at once to one owner are all dropped there (their deletes go in batches)'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b'], SLACK);
+    const [a, b] = agents;
+    const refs = Array.from({ length: 600 }, (_, i) => a!.remote('b', sleep, [0, i]));
+    tt.deepEqual(await Promise.all(refs.map((r) => r.toHere())), refs.map((_, i) => i));
+    tt.like(b!.rrefStats(), { owners: 600 });
+    await Promise.all(refs.map((r) => r.release()));
     await rrefsReleased(agents);
     await stopAll(agents);
   });

@@ -16,14 +16,14 @@ for (const kind of transportKinds()) {
     const local = b!.rref({ v: 1 });
     const rrefId = (local as unknown as { rrefId: string }).rrefId;
     // Delete before fork: the late fork must not revive the fork.
-    await hostOf(a!).control.request('b', { k: 'rref.delete', rrefId, forkId: 'x1' }, 2_000);
+    await hostOf(a!).control.request('b', { k: 'rref.delete', forks: [[rrefId, 'x1']] }, 2_000);
     await hostOf(a!).control.request('b', { k: 'rref.fork', rrefId, forkId: 'x1', holder: 'a', parent: 'b' }, 2_000);
     tt.is(b!.rrefStats().owners, 1);
     // Fork before delete: the ordinary order.
     await hostOf(a!).control.request('b', { k: 'rref.fork', rrefId, forkId: 'x2', holder: 'a', parent: 'b' }, 2_000);
-    await hostOf(a!).control.request('b', { k: 'rref.delete', rrefId, forkId: 'x2' }, 2_000);
+    await hostOf(a!).control.request('b', { k: 'rref.delete', forks: [[rrefId, 'x2']] }, 2_000);
     // Duplicates of either message change nothing.
-    await hostOf(a!).control.request('b', { k: 'rref.delete', rrefId, forkId: 'x2' }, 2_000);
+    await hostOf(a!).control.request('b', { k: 'rref.delete', forks: [[rrefId, 'x2']] }, 2_000);
     await local.release();
     tt.deepEqual(b!.rrefStats(), { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 });
     await stopAll(agents);
@@ -48,6 +48,9 @@ for (const kind of transportKinds()) {
     const reply = (await hostOf(a!).control.request('b', { k: 'rref.fork', rrefId: 42 }, 2_000)) as { error?: unknown };
     tt.truthy(reply.error);
     await hostOf(a!).control.request('b', { k: 'rref.delete' }, 2_000);
+    const tooMany = (await hostOf(a!).control.request('b', { k: 'rref.delete', forks: Array.from({ length: 257 }, (_, i) => ['b.x.1', `f${i}`]) }, 2_000)) as { ok?: boolean };
+    tt.is(tooMany.ok, false, 'a delete list longer than a batch is refused whole');
+    await hostOf(a!).control.request('b', { k: 'rref.delete', forks: [42, ['only-one'], [null, 'f'], 'b.x.1|f'] }, 2_000);
     tt.is(await a!.rpcSync('b', sleep, [1, 'alive']), 'alive');
     tt.deepEqual(b!.rrefStats(), { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 });
     await stopAll(agents);

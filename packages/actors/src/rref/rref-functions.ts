@@ -51,13 +51,13 @@ function checkSpec(spec: unknown): asserts spec is CreateSpec {
 }
 
 /** Makes the value of a new RRef on this worker (its owner) [remote()]. */
-export const createValue = remoteFunction(CREATE_FN, async (rrefId: string, forkId: string | null, spec: CreateSpec): Promise<null> => {
+export const createValue = remoteFunction(CREATE_FN, async (rrefId: string, forkId: string | null, spec: CreateSpec, returnValue?: unknown): Promise<unknown> => {
   const { plugin: rrefs, scope } = servingPlugin(RREFS, 'an RRef protocol function');
   checkSpec(spec);
   // A missing target fails before anything is kept for the new value.
   const target = 'target' in spec ? entryOf(rrefs, spec.target) : undefined;
   const entry = rrefs.openForCreation(rrefId, forkId, scope.caller, accountableName(scope));
-  if (!entry) return null;
+  if (!entry) return returnValue === true ? valueOf(entryOf(rrefs, rrefId)) : null;
   try {
     let value: unknown;
     if (target === undefined) {
@@ -77,7 +77,8 @@ export const createValue = remoteFunction(CREATE_FN, async (rrefId: string, fork
     throw error;
   }
   if (entry.failure !== undefined) throw entry.failure;
-  return null;
+  // The creator's toHere() came before the creation went out: the value goes back with this reply, as a fetch's would.
+  return returnValue === true ? entry.value : null;
 });
 
 /**

@@ -7,6 +7,7 @@
  * that dies fails its RRefs' uses with RREF_OWNER_LOST. See docs/rref.md.
  * @module
  */
+import { AsyncResource } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { RRefError, SerializationError, WorkerUnavailableError, type TensorbusError } from '@tensorbus/core';
 import { errorFromWire, errorToWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
@@ -18,12 +19,18 @@ import { accountableName, isCurrentMember, isWireId, leaseTimer, PeerCounter } f
 import { markOpaque } from './held-tensors.js';
 import { OwnerTable, type OwnerEntry } from './owner-table.js';
 import { sendReliably, type ReliableSender } from './reliable.js';
+import { DELETE_BATCH_MAX, DeleteBatches } from './delete-batches.js';
 import { CALL_FN, CHILD_ACCEPT, CREATE_FN, DELETE, FETCH_FN, FORK, type CreateSpec, type RRefWire } from './rref-protocol.js';
-import { creationFailed, RRef, type HandleState, type RRefHost, type UserState } from './rref.js';
+import { creationFailed, RRef, type CreationLaunch, type HandleState, type RRefHost, type UserState } from './rref.js';
 import { Budget } from './bounded-wait.js';
 import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { rrefBackward } from './rref-backward.js';
 import { forEachTensor } from '../tensors.js';
+
+/** Disposes every tensor in a value that arrived and that nobody will use. */
+function disposeTensors(value: unknown): void {
+  forEachTensor(value, (tensor) => tensor.dispose());
+}
 
 /** Counts of `agent.rrefStats()`. */
 export interface RRefStats {
@@ -68,6 +75,10 @@ export class RRefManager implements RRefHost, PluginLifecycle {
 
   /** Acknowledged control messages to owners and parents (reliable.ts). */
   private readonly sender: ReliableSender;
+  /** User forks whose creation call waits for the end of the code that called `remote()`. */
+  private readonly launching = new Set<UserState>();
+  /** Deletes on their way to owners, one message per owner per window. */
+  private readonly deletes = new DeleteBatches((owner, forks) => sendReliably(this.sender, owner, { k: DELETE, forks }).then(() => undefined));
 
   /** Installed by the RRef plugin (plugin.ts). */
   constructor(private readonly host: AgentHost) {
@@ -78,6 +89,11 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     host.onControl(FORK, (m, sender) => this.onFork(m, sender));
     host.onControl(CHILD_ACCEPT, (m) => this.onChildAccept(m));
     host.onControl(DELETE, (m) => this.onDelete(m));
+    // A call leaving this worker goes after the creations remote() made before it.
+    host.tapCalls(() => {
+      if (this.launching.size > 0) this.launchAll();
+      return undefined;
+    });
     // Calls wait for their RRef arguments to be usable, and let go of the RRefs they carried when they settle.
     host.serveReferences({
       ready: (received) => this.argumentsReady(received, host.options.rpcTimeoutMs),
@@ -151,10 +167,14 @@ export class RRefManager implements RRefHost, PluginLifecycle {
       return rref;
     }
     const state = this.newUser(rrefId, to, this.newId());
-    const send = (callOptions: CallOptions) => this.host.call(to, CREATE_FN, [rrefId, state.forkId, spec], callOptions);
+    const send = (callOptions: CallOptions, wantsValue = false) => this.host.call(to, CREATE_FN, [rrefId, state.forkId, spec, wantsValue], callOptions);
     let created: Promise<unknown>;
     if (after === undefined) {
-      created = send(options);
+      // Sent once the code that called remote() is done (a microtask), so that `remote()` + `toHere()` is one
+      // exchange: the toHere() asks the creation to bring the value back. Anything this worker sends first (a
+      // call, this RRef on the wire, its release) sends the creation before itself, so nothing overtakes it.
+      state.launch = this.launch(state, (wantsValue) => send(options, wantsValue));
+      created = state.launch.result;
       state.creating = true;
     } else {
       // One timeout for the wait and the creation together.
@@ -163,6 +183,36 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     }
     this.confirmWhen(state, created, true);
     return this.userHandle<T>(state);
+  }
+
+  /** The creation of `state` about to be sent by `send`, in the async scope of the `remote()` that made it. */
+  private launch(state: UserState, send: (wantsValue: boolean) => Promise<unknown>): CreationLaunch {
+    let settle!: { resolve: (value: unknown) => void; reject: (error: unknown) => void };
+    const inScope = AsyncResource.bind((wantsValue: boolean) => send(wantsValue));
+    const launch: CreationLaunch = {
+      wantsValue: false,
+      abandoned: false,
+      result: new Promise<unknown>((resolve, reject) => (settle = { resolve, reject })),
+      go: () => {
+        if (state.launch !== launch) return;
+        state.launch = undefined;
+        this.launching.delete(state);
+        try {
+          inScope(launch.wantsValue).then(settle.resolve, settle.reject);
+        } catch (error) {
+          settle.reject(error);
+        }
+      },
+    };
+    launch.result.then((value) => launch.abandoned && disposeTensors(value), () => undefined);
+    this.launching.add(state);
+    queueMicrotask(launch.go);
+    return launch;
+  }
+
+  /** Sends every creation still waiting for its microtask (something else is about to be sent). */
+  private launchAll(): void {
+    for (const state of [...this.launching]) state.launch?.go();
   }
 
   /** An owner handle on `entry` (one more local reference). */
@@ -193,7 +243,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
   private forgetUser(state: UserState): void {
     if (this.users.get(state.forkId) !== state) return;
     this.users.delete(state.forkId);
-    this.usersPerOwner.add(state.owner, -1);
+    if (!state.released) this.usersPerOwner.add(state.owner, -1);
   }
 
   private userHandle<T>(state: UserState): RRef<T> {
@@ -268,6 +318,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     this.host.checkRunning();
     rref.checkUsable();
     const user = rref.user;
+    if (readOnly && user?.launch && !user.launch.wantsValue) return this.withCreation(user, user.launch, options);
     if (readOnly && user && !user.confirmed && user.creating) return this.pipelined(user, options, call);
     let rest = options;
     // Nothing is sent before the RRef is usable: a use that timed out while waiting must not run later.
@@ -283,6 +334,22 @@ export class RRefManager implements RRefHost, PluginLifecycle {
       rest = budget.rest(options);
     }
     return this.toOwner(rref, rest, call);
+  }
+
+  /**
+   * A fetch made before the creation call of `remote()` went out: the
+   * creation brings the value back with its reply (one exchange, no fetch).
+   * Within the fetch's own timeout; a value that comes after it is disposed.
+   */
+  private async withCreation(user: UserState, launch: CreationLaunch, options: CallOptions): Promise<unknown> {
+    launch.wantsValue = true;
+    try {
+      return await this.budget(options).wait(launch.result, () => `the creation of RRef ${user.rrefId}`);
+    } catch (error) {
+      launch.abandoned = true;
+      // The confirmation's handlers ran first (registered first): a failed creation says so.
+      throw user.failure ?? error;
+    }
   }
 
   /**
@@ -317,7 +384,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
       await budget.wait(user.confirmation, () => `the creation of RRef ${user.rrefId}`);
       if (user.failure) throw user.failure;
     } catch (error) {
-      forEachTensor(result, (tensor) => tensor.dispose());
+      disposeTensors(result);
       throw error;
     }
     return result;
@@ -389,7 +456,10 @@ export class RRefManager implements RRefHost, PluginLifecycle {
 
   private releaseUser(state: UserState): Promise<void> {
     if (!state.released) {
+      state.launch?.go();
       state.released = true;
+      // Room for another fork from this owner at once (see read()); the delete follows.
+      if (this.users.get(state.forkId) === state) this.usersPerOwner.add(state.owner, -1);
       state.deleting = this.deleteWhenDone(state).catch(() => undefined);
     }
     return state.deleting ?? Promise.resolve();
@@ -412,7 +482,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     while (state.pendingChildren.size > 0 && !!this.host.running) await new Promise((resolve) => setTimeout(resolve, 10));
     try {
       if (this.gone(state.owner)) this.owe(state.owner, state.rrefId, state.forkId);
-      else await sendReliably(this.sender, state.owner, { k: DELETE, rrefId: state.rrefId, forkId: state.forkId });
+      else await this.deletes.add(state.owner, [state.rrefId, state.forkId]);
     } catch (error) {
       if (this.gone(state.owner)) this.owe(state.owner, state.rrefId, state.forkId);
       throw error;
@@ -457,6 +527,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
   /** Encodes `rref` for `peer`, registering the fork it becomes. */
   write(rref: RRef<unknown>, context: WireContext | undefined): RRefWire {
     rref.checkUsable();
+    rref.user?.launch?.go();
     const peer = context?.peer ?? '';
     const forkId = this.newId();
     if (rref.entry) this.owners.addPending(rref.entry, forkId, peer);
@@ -514,7 +585,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
    */
   private refuseFork(wire: RRefWire): void {
     if (!wire.f) return;
-    if (isCurrentMember(this.host, wire.o)) void sendReliably(this.sender, wire.o, { k: DELETE, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
+    if (isCurrentMember(this.host, wire.o)) void this.deletes.add(wire.o, [wire.r, wire.f]).catch(() => undefined);
     if (wire.p !== wire.o && isCurrentMember(this.host, wire.p)) void sendReliably(this.sender, wire.p, { k: CHILD_ACCEPT, rrefId: wire.r, forkId: wire.f }).catch(() => undefined);
   }
 
@@ -579,11 +650,16 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     return { ok: true };
   }
 
+  /** Forks a user let go of (a batch, see delete-batches.ts): each is dropped, a fork not known yet is tombstoned. */
   private onDelete(m: ControlMessage): unknown {
-    const { rrefId, forkId } = m as { rrefId?: unknown; forkId?: unknown };
-    if (!isWireId(rrefId) || !isWireId(forkId)) return { ok: false };
-    if (!this.owners.get(rrefId)) this.tombstone(`${rrefId}|${forkId}`);
-    this.owners.deleteFork(rrefId, forkId);
+    const { forks } = m as { forks?: unknown };
+    if (!Array.isArray(forks) || forks.length > DELETE_BATCH_MAX) return { ok: false };
+    for (const fork of forks) {
+      const [rrefId, forkId] = Array.isArray(fork) ? (fork as unknown[]) : [];
+      if (!isWireId(rrefId) || !isWireId(forkId)) continue;
+      if (!this.owners.get(rrefId)) this.tombstone(`${rrefId}|${forkId}`);
+      this.owners.deleteFork(rrefId, forkId);
+    }
     return { ok: true };
   }
 
@@ -641,7 +717,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
       this.owed.delete(name);
       for (const key of set) {
         const bar = key.lastIndexOf('|');
-        void sendReliably(this.sender, name, { k: DELETE, rrefId: key.slice(0, bar), forkId: key.slice(bar + 1) }).catch(() => undefined);
+        void this.deletes.add(name, [key.slice(0, bar), key.slice(bar + 1)]).catch(() => undefined);
       }
     }
   }

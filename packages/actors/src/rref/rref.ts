@@ -44,12 +44,30 @@ export interface UserState {
    * value still being made), instead of waiting for the reply first.
    */
   creating?: boolean;
+  /**
+   * Set from `remote()` until the end of the code that called it (the
+   * creation call goes out in a microtask): a `toHere()` made meanwhile asks
+   * the creation to bring the value back with its reply.
+   */
+  launch?: CreationLaunch;
   /** The delete of this fork, once under way (the last handle was released): shutdown waits for it. */
   deleting?: Promise<void>;
   /** Forks this worker sent on, not yet confirmed by their holders: forkId -> holder. */
   pendingChildren: Map<string, string>;
   /** RRef objects (handles) on this fork not released yet: the fork goes with the last. */
   handles: number;
+}
+
+/** A creation call about to be sent, and what a `toHere()` made before it went asked of it. */
+export interface CreationLaunch {
+  /** The creation's reply is to carry the value. */
+  wantsValue: boolean;
+  /** Nobody waits for the value any more (its toHere() timed out): it is disposed when it comes. */
+  abandoned: boolean;
+  /** The creation call's result: the value when `wantsValue`, else null. */
+  result: Promise<unknown>;
+  /** Sends the creation now (once; later calls do nothing). */
+  go(): void;
 }
 
 /** One RRef object's own state, shared with the finalizer (which must not hold the RRef). */
