@@ -188,7 +188,8 @@ export class RRefManager implements RRefHost, PluginLifecycle {
   /** The creation of `state` about to be sent by `send`, in the async scope of the `remote()` that made it. */
   private launch(state: UserState, send: (wantsValue: boolean) => Promise<unknown>): CreationLaunch {
     let settle!: { resolve: (value: unknown) => void; reject: (error: unknown) => void };
-    const inScope = AsyncResource.bind((wantsValue: boolean) => send(wantsValue));
+    // Sent from remote()'s async scope (its autograd context, the call it serves), wherever go() is called from.
+    const scope = new AsyncResource('tb.rref.create');
     const launch: CreationLaunch = {
       wantsValue: false,
       abandoned: false,
@@ -198,7 +199,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
         state.launch = undefined;
         this.launching.delete(state);
         try {
-          inScope(launch.wantsValue).then(settle.resolve, settle.reject);
+          scope.runInAsyncScope(send, undefined, launch.wantsValue).then(settle.resolve, settle.reject);
         } catch (error) {
           settle.reject(error);
         }
