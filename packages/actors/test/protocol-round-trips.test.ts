@@ -45,11 +45,13 @@ for (const kind of transportKinds()) {
   test(t('toHere() after the creation went out is sent right behind it, before the owner acknowledged it'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b'], SLACK);
     const [a, b] = agents;
+    const served = () => hostOf(b!).server.receivedFrom['a'] ?? 0;
+    const before = served();
     const r = a!.remote('b', sleep, [400, 'made']);
     await new Promise((resolve) => setImmediate(resolve));
     const value = r.toHere();
-    // Both calls are on the owner while the creation still runs: the fetch did not wait for its reply.
-    await eventually(() => hostOf(b!).server.running === 2, 2_000);
+    // Both calls reached the owner while the creation still runs: the fetch did not wait for its reply.
+    await eventually(() => served() - before >= 2, 2_000);
     tt.false(r.confirmedByOwner(), 'the creation is not acknowledged yet');
     tt.is(await value, 'made');
     await r.release();
