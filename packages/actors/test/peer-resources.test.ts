@@ -6,7 +6,7 @@
  * autograd releases survive a bus outage; backward has a timeout.
  */
 import test from 'ava';
-import { AutogradError, InvalidArgumentError, RpcTimeoutError, RRefError, tf, UnknownFunctionError, type Transport } from '@tensorbus/core';
+import { AutogradError, InvalidArgumentError, RpcTimeoutError, RRefError, SerializationError, tf, UnknownFunctionError, type Transport } from '@tensorbus/core';
 import { natsTransport } from '@tensorbus/nats-transport';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { DistributedOptimizer, initRpc, type InitRpcOptions, type RpcAgent, type RRef } from '../src/index.js';
@@ -228,6 +228,10 @@ test.serial('peer resources - autograd contexts with made-up ids are bounded per
   const refused = await t.throwsAsync(call(hostOf(a).calls, 'a', 'ghost/made.4'), { instanceOf: AutogradError });
   t.is(refused!.code, 'AUTOGRAD_LIMIT_EXCEEDED');
   t.is(w.distAutograd.size, 3, 'the refused call opened nothing');
+  for (const carriers of [[5], [1, 0], [0, 0], [0, 1, 2], [-1], [0.5], 'all']) {
+    await t.throwsAsync(hostOf(a).calls.call('w', 'tf.mul', [x, x], { from: 'a', ag: ['a/carriers.1', 'm', carriers] }), { instanceOf: SerializationError }, `carriers ${JSON.stringify(carriers)}`);
+  }
+  t.is(w.distAutograd.size, 3, 'calls with malformed gradient carriers opened nothing');
   t.true(tf.memory().numTensors > baseline + 1, 'the contexts hold tensors');
   await eventually(() => w.distAutograd.size === 0, 10_000);
   x.dispose();

@@ -98,6 +98,41 @@ for (const kind of transportKinds()) {
   });
 }
 
+for (const kind of transportKinds()) {
+  const t = (title: string) => `${kind.name} - autograd protocol - ${title}`;
+
+  test(t('only tensors that can carry a gradient take one back: a backward past an input batch is one exchange'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b'], SLACK);
+    const [a, b] = agents;
+    const callsFromB = () => hostOf(a!).server.receivedFrom['b'] ?? 0;
+    const w = tf.variable(tf.tensor1d([1, 2, 3]));
+    const batch = tf.tensor1d([4, 5, 6]);
+    await a!.distAutograd.context(async (ctxId) => {
+      // The batch depends on nothing differentiable here: b gets no gradient path back to a for it.
+      const y = await a!.rpcSync('b', mul, [batch, batch]);
+      const loss = tf.sum(tf.mul(y, w));
+      const before = callsFromB();
+      await a!.distAutograd.backward(ctxId, [loss]);
+      tt.is(callsFromB() - before, 0, 'b sent no gradient back for the batch');
+      tt.deepEqual(Array.from(a!.distAutograd.getGradients(ctxId).get(w)!.dataSync()), [16, 25, 36]);
+      tf.dispose([y, loss]);
+    });
+    await a!.distAutograd.context(async (ctxId) => {
+      // A variable sent as an argument does take its gradient back.
+      const y = await a!.rpcSync('b', mul, [w, batch]);
+      const loss = tf.sum(y);
+      const before = callsFromB();
+      await a!.distAutograd.backward(ctxId, [loss]);
+      tt.is(callsFromB() - before, 1, 'b sent the gradient of w back');
+      tt.deepEqual(Array.from(a!.distAutograd.getGradients(ctxId).get(w)!.dataSync()), [4, 5, 6]);
+      tf.dispose([y, loss]);
+    });
+    tf.dispose([w, batch]);
+    await eventually(() => b!.distAutograd.size === 0);
+    await stopAll(agents);
+  });
+}
+
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const autogradWorkerScript = fileURLToPath(new URL('./fixtures/autograd-worker.js', import.meta.url));
 /** The owner computes this long without yielding: longer than any release should take, shorter than the failure timeout (3 s). */

@@ -95,17 +95,32 @@ export class AutogradContext implements Recorder {
     if (tensors.length > 0) this.sends.set(msgId, { peer, tensors });
   }
 
-  /** Records tensors received from `peer`, sent there as message `msgId`. */
-  addRecv(peer: string, msgId: string, tensors: Tensor[]): void {
+  /**
+   * Records tensors received from `peer`, sent there as message `msgId`; with
+   * `carriers`, only the tensors at those positions can take a gradient back
+   * (the others do not depend on anything the sender differentiates).
+   */
+  addRecv(peer: string, msgId: string, tensors: Tensor[], carriers?: number[]): void {
     this.known.add(peer);
-    if (tensors.length === 0) return;
+    if (tensors.length === 0 || carriers?.length === 0) return;
     const record: RecvRecord = { peer, msgId, tensors };
+    const carrying = carriers === undefined ? undefined : new Set(carriers);
     tensors.forEach((tensor, index) => {
+      if (carrying !== undefined && !carrying.has(index)) return;
       // The same tensor twice in one message is one tensor here: its gradient goes to the first slot.
       if (this.recvs.has(tensor.id)) return;
       this.recvs.set(tensor.id, { record, index });
       this.tracked.add(tensor.id);
     });
+  }
+
+  /** The positions, among `tensors` about to be sent, of those a gradient can flow back through; undefined when all can. */
+  carriersAmong(tensors: Tensor[]): number[] | undefined {
+    const carriers: number[] = [];
+    tensors.forEach((tensor, index) => {
+      if (isLeaf(tensor) || this.tracked.has(tensor.id)) carriers.push(index);
+    });
+    return carriers.length === tensors.length ? undefined : carriers;
   }
 
   /** Adds `grad` to the gradient of `variable` (taking ownership of `grad`). */

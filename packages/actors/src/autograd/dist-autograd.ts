@@ -16,7 +16,7 @@ import { forEachTensor } from '../tensors.js';
 import { localPass, type PassResult } from './backward-pass.js';
 import { AutogradContext, differentiable, isLeaf, type RecvRecord } from './context.js';
 import { ContextLedger } from './context-ledger.js';
-import { creatorOf, GRADS, META_KEY, RELEASE, replyId, tagOf } from './protocol.js';
+import { creatorOf, GRADS, META_KEY, RELEASE, replyId, tagOf, validCarriers } from './protocol.js';
 import { contextClosed, contextOpened, recordingScope, withoutRecording } from './tape.js';
 
 type Tensor = tf.Tensor;
@@ -226,7 +226,10 @@ export class DistAutograd implements PluginLifecycle {
     if (tag === undefined) return undefined;
     const context = this.contexts.get(tag[0]);
     if (context === undefined || !context.open) return undefined;
-    context.addSend(tag[1], to, floatTensors(args));
+    const sent = floatTensors(args);
+    context.addSend(tag[1], to, sent);
+    const carriers = context.carriersAmong(sent);
+    if (carriers !== undefined) meta[META_KEY] = [tag[0], tag[1], carriers];
     return (value) => {
       if (context.open) context.addRecv(to, replyId(tag[1]), floatTensors(value));
     };
@@ -244,6 +247,8 @@ export class DistAutograd implements PluginLifecycle {
     if (!isWireId(tag[0]) || !isWireId(tag[1])) return Promise.reject(new SerializationError('malformed autograd context id in a call'));
     let context: AutogradContext | undefined;
     const received = floatTensors(args);
+    const carriers = tag[2];
+    if (carriers !== undefined && !validCarriers(carriers, received.length)) return Promise.reject(new SerializationError('malformed autograd gradient carriers in a call'));
     const existed = this.contexts.has(tag[0]);
     try {
       context = this.join(tag[0], meta.from);
@@ -254,7 +259,7 @@ export class DistAutograd implements PluginLifecycle {
       return Promise.reject(error);
     }
     if (context === undefined) return recordingScope.exit(run);
-    context.addRecv(meta.from, tag[1], received);
+    context.addRecv(meta.from, tag[1], received, carriers);
     return recordingScope.run(context, run).then((result) => {
       if (context.open) context.addSend(replyId(tag[1]), meta.from, floatTensors(result));
       return result;

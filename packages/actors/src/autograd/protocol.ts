@@ -2,9 +2,11 @@
  * The distributed autograd protocol's messages. See docs/dist-autograd.md.
  *
  * Forward (on every call made inside a context, in the call's metadata):
- *   meta.ag = [contextId, msgId]      the caller records a send `msgId` (tensors in args)
+ *   meta.ag = [contextId, msgId, carriers?]
+ *                                     the caller records a send `msgId` (tensors in args)
  *                                     and, on the reply, a recv `msgId~` (tensors in the value);
- *                                     the callee joins the context, records a recv `msgId`,
+ *                                     the callee joins the context, records a recv `msgId`
+ *                                     (only the tensors listed in `carriers`, when given),
  *                                     runs the function in the context, records a send `msgId~`
  *
  * Backward and cleanup (calls, through the agent's registry, outside any context):
@@ -17,8 +19,16 @@
 /** The metadata key of a call made inside a context. */
 export const META_KEY = 'ag';
 
-/** The metadata of a call made inside a context: [contextId, msgId]. */
-export type AutogradTag = [contextId: string, msgId: string];
+/**
+ * The metadata of a call made inside a context: [contextId, msgId], and, when
+ * not every float32 tensor of the call can carry a gradient back, the indices
+ * of those that can (among the call's float32 tensors, in the order the codec
+ * walks them): a trainable variable, or a tensor computed from one or from a
+ * tensor received in the context. PyTorch attaches its send/recv functions
+ * only to tensors that require grad; so the callee keeps no gradient path to
+ * an input batch, and a backward does not send its gradient back for nothing.
+ */
+export type AutogradTag = [contextId: string, msgId: string, carriers?: number[]];
 
 /** Remote function names of the protocol. */
 export const GRADS = 'tb.autograd.grads';
@@ -34,8 +44,19 @@ export function replyId(msgId: string): string {
 /** The tag of `meta`, if it carries a well-formed one. */
 export function tagOf(meta: Record<string, unknown>): AutogradTag | undefined {
   const tag = meta[META_KEY];
-  if (!Array.isArray(tag) || tag.length !== 2 || typeof tag[0] !== 'string' || typeof tag[1] !== 'string') return undefined;
+  if (!Array.isArray(tag) || (tag.length !== 2 && tag.length !== 3) || typeof tag[0] !== 'string' || typeof tag[1] !== 'string') return undefined;
   return tag as AutogradTag;
+}
+
+/** True when `carriers` (from the wire) lists distinct positions among `count` tensors, in increasing order. */
+export function validCarriers(carriers: unknown, count: number): carriers is number[] {
+  if (!Array.isArray(carriers) || carriers.length > count) return false;
+  let last = -1;
+  for (const index of carriers) {
+    if (!Number.isInteger(index) || (index as number) <= last || (index as number) >= count) return false;
+    last = index as number;
+  }
+  return true;
 }
 
 /** The worker that created context `contextId` (ids are `<worker>/<instance>.<n>`). */
