@@ -108,7 +108,9 @@ export class DistAutograd implements PluginLifecycle {
     try {
       return await recordingScope.run(context, () => fn(context.id));
     } finally {
-      void this.release(context, undefined);
+      // Dropped here now; the release calls go on the next turn, after the code awaiting this context has
+      // sent what it does next (the next step's forward), so they fill the time spent waiting for it.
+      if (this.drop(context)) setImmediate(() => void this.releasePeers(context, undefined));
     }
   }
 
@@ -387,6 +389,11 @@ export class DistAutograd implements PluginLifecycle {
   /** Drops `context` here, then asks every worker it knows but `from` to do the same, and waits for them. */
   private async release(context: AutogradContext, from: string | undefined): Promise<void> {
     if (!this.drop(context)) return;
+    await this.releasePeers(context, from);
+  }
+
+  /** Asks every worker `context` knows but `from` to release it, and waits for them. */
+  private async releasePeers(context: AutogradContext, from: string | undefined): Promise<void> {
     const self = this.host.name;
     const peers = [...context.known].filter((w) => w !== from && w !== self && this.host.members.departure(w) === undefined);
     if (peers.length === 0 || !this.host.running) return;
