@@ -32,6 +32,15 @@ export interface StartOptions {
   launcher?: (command: string, args: string[]) => [string, string[]];
 }
 
+/**
+ * Extra node flags for every child, from `TENSORBUS_BENCH_NODE_FLAGS`
+ * (space-separated), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile
+ * the callers and callees (node refuses --cpu-prof in NODE_OPTIONS).
+ */
+function nodeFlags(): string[] {
+  return (process.env.TENSORBUS_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+}
+
 const live = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const child of live) child.kill('SIGKILL');
@@ -59,7 +68,7 @@ export class BenchChild {
   static start(options: StartOptions): Promise<BenchChild> {
     const script = fileURLToPath(new URL(`../${options.script}`, import.meta.url));
     const launch = options.launcher ?? ((command: string, args: string[]): [string, string[]] => [command, args]);
-    const child = spawn(...launch(process.execPath, ['--expose-gc', script, ...(options.args ?? [])]), {
+    const child = spawn(...launch(process.execPath, ['--expose-gc', ...nodeFlags(), script, ...(options.args ?? [])]), {
       env: { ...process.env, TENSORBUS_QUIET: '1', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
