@@ -18,7 +18,8 @@ export const TWO_HOST_SCRIPT = fileURLToPath(new URL('../../../../python/torch_r
 
 /** What TensorPipe is allowed between the hosts, in words (the script's choice; see its docstring). */
 export const PYTORCH_TWO_HOST_PATH =
-  'TensorPipe restricted to what two machines have: the uv transport (TCP) and the mpt_uv and basic channels, on the veth pair ' +
+  'TensorPipe restricted to what two machines have: the uv transport (TCP) and the mpt_uv and basic channels, on the veth pair; ' +
+  'it picks mpt_uv, which spreads a tensor over several TCP connections, each with its own loop thread ' +
   '(left to itself it picks the cma channel, process_vm_readv between the two processes, since network namespaces of one kernel share its boot id, pid and user namespace)';
 
 /** The rendezvous port on host A (inside a namespace of our own: nothing else listens there). */
