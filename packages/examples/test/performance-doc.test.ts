@@ -42,14 +42,32 @@ test('bench doc - a recorded full run writes tables, chart and sentences whose f
   const row = text.split('\n').find((line) => line.startsWith('| identity 4 MB |'))!;
   t.is(row.split(' | ')[1], nats4, 'the table quotes the same 4 MB figure');
   const quoted = [...text.matchAll(/4 MB[^|\n]*?(\d[\d.]*) ms/g)].map((m) => `${m[1]} ms`);
-  t.deepEqual([...new Set(quoted.filter((q) => q !== torch4))], [nats4], 'one tensorbus 4 MB figure in the whole generated part');
+  // The two-host figures are other systems' (tensorbus and PyTorch between two hosts).
+  const others = [torch4, asTime(median('4MB', 'tensorbus-2hosts')), asTime(median('4MB', 'pytorch-2hosts'))];
+  t.deepEqual([...new Set(quoted.filter((q) => !others.includes(q)))], [nats4], 'one tensorbus 4 MB figure in the whole generated part');
   const noop = asTime(median('noop', 'tensorbus-nats'));
   t.true(text.includes(`**No-op round trip:** ${noop} against`), `no-op ${noop}`);
+  // Ten ratio targets and the peak memory of the driver and the callee.
   const failed = targets.filter((x) => x.system === 'tensorbus-nats' && x.status !== 'PASS').length;
-  t.true(text.includes(`${9 - failed} of 9 targets pass`), 'the summary counts the targets of the run');
+  t.true(text.includes(`over NATS (two processes, the deployment): ${12 - failed} of 12 targets pass`), 'the summary counts the targets of the run');
+  const failedBetween = targets.filter((x) => x.system === 'tensorbus-2hosts' && x.status !== 'PASS').length;
+  t.true(text.includes(`Between two hosts: ${4 - failedBetween} of 4 targets pass`), 'and the two-host targets apart');
+  for (const [caseId, name] of [['rref', 'RRef cycle'], ['autograd', 'Distributed autograd step']] as const) {
+    const torch = report.results.find((r) => r.caseId === caseId && r.system === 'pytorch')!;
+    const quotedTorch = torch.perSecond !== undefined ? `${(torch.perSecond / 1000).toPrecision(3)} k/s` : asTime(torch.medianMs!);
+    t.regex(text, new RegExp(`\\*\\*${name}\\*\\*[^\\n]* against PyTorch RPC's ${quotedTorch.replace('.', '\\.')}`), `${name} quotes PyTorch's ${quotedTorch}`);
+  }
+
+  const between4 = asTime(median('4MB', 'tensorbus-2hosts'));
+  const torchBetween4 = asTime(median('4MB', 'pytorch-2hosts'));
+  t.true(text.includes(`4 MB ${between4} against PyTorch RPC's ${torchBetween4} between the same hosts`), `two hosts: ${between4} and ${torchBetween4}`);
+  const hostsRow = text.split('\n').find((line) => line.startsWith('| identity 4 MB |') && line.includes('PyTorch RPC 2 hosts'))!;
+  t.truthy(hostsRow, 'the two-host table has a 4 MB row');
+  t.deepEqual(hostsRow.split(' | ').slice(1, 3), [between4, torchBetween4]);
+  t.true(text.includes(report.twoHosts!.pytorchPath!), 'the doc says what TensorPipe used between the hosts');
 
   const chart = readFileSync(join(doc, '..', DOC_CHART), 'utf8');
-  for (const label of ['tensorbus (NATS, 2 processes)', 'raw NATS request/reply', 'gRPC-js unary, raw bytes', 'raw TCP (Node)', 'PyTorch RPC (TensorPipe)']) t.true(chart.includes(label), `chart has ${label}`);
+  for (const label of ['tensorbus (NATS, 2 processes)', 'raw NATS request/reply', 'gRPC-js unary, raw bytes', 'raw TCP (Node)', 'PyTorch RPC (TensorPipe)', 'tensorbus (NATS, 2 hosts)', 'PyTorch RPC (TensorPipe, 2 hosts)']) t.true(chart.includes(label), `chart has ${label}`);
   const plotted = report.results.filter((r) => r.caseId !== 'noop' && Number.isFinite(r.medianMs) && ['4KB', '1MB', '4MB', '40MB', '400MB'].includes(r.caseId)).length;
   t.is([...chart.matchAll(/<circle /g)].length, plotted, 'one point per measured size and system');
 });

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DirectStats } from '../src/index.js';
-import { namespacesRefused, TwoHosts, type NsProcess } from './netns.js';
+import { namespacesRefused, TwoHosts, type NsProcess } from '../src/testing/index.js';
 
 /*
  * Workers on two "hosts": two network namespaces of this machine joined by a

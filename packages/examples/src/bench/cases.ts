@@ -42,6 +42,9 @@ export const CASES: readonly BenchCase[] = [
   { id: 'autograd', title: 'dist autograd fwd+bwd, remote linear', kind: 'autograd' },
 ];
 
+/** The cases measured between two hosts (tensorbus-2hosts, pytorch-2hosts). */
+export const TWO_HOST_CASE_IDS: readonly string[] = ['4MB', '400MB'];
+
 /** The id of the growth study, for `--only`. */
 export const GROWTH_ID = 'growth';
 

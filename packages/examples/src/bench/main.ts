@@ -4,7 +4,9 @@
  * (tensorbus over NATS: a driver and a callee process; tensorbus in-process;
  * raw NATS, gRPC-js and raw TCP: a client and a server process each), runs
  * every case on every system, runs the PyTorch RPC anchor scripts, the
- * growth study and the 400 MB case with peak memory, then writes
+ * growth study and the 400 MB case with peak memory, then the two-host part
+ * (4 MB and 400 MB between two network namespaces joined by a veth pair,
+ * tensorbus and PyTorch RPC; see two-hosts.ts), then writes
  * `bench.json`, `bench.md` and `bench-rtt.svg` to `--out` (default out/bench).
  *
  * A full run also rewrites the generated part of docs/performance.md (tables,
@@ -18,7 +20,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startNatsServer, type NatsServer } from '@tensorbus/nats-transport';
-import { CASES, GROWTH_ID, PEAK_MEMORY_BYTES, type BenchCase } from './cases.js';
+import { CASES, GROWTH_ID, PEAK_MEMORY_BYTES, TWO_HOST_CASE_IDS, type BenchCase } from './cases.js';
 import { runGrowth } from './growth.js';
 import { loadNow, machineInfo, versions } from './machine.js';
 import { parseOptions } from './options.js';
@@ -28,9 +30,10 @@ import { writePerformanceDoc } from './report/performance-doc.js';
 import { evaluateTargets } from './report/targets.js';
 import type { BenchReport, CaseResult, GrowthRecord, MissingSystem, PeakRecord } from './results.js';
 import { Progress, runCase, runPeakCase, runPytorchLatency, runPytorchProtocols, runPytorchRate } from './runner.js';
-import { startNodeSystem, type NodeSystem } from './systems/node-systems.js';
+import { startNodeSystem, type NodeSystem, type NodeSystemId } from './systems/node-systems.js';
 import { PYTORCH_MISSING, torchAvailability } from './systems/pytorch.js';
-import { SYSTEM_IDS, SYSTEM_LABELS } from './systems/system-ids.js';
+import { SYSTEM_IDS, SYSTEM_LABELS, TWO_HOST_SYSTEMS } from './systems/system-ids.js';
+import { runTwoHosts } from './two-hosts.js';
 
 /** max_payload of the embedded nats-server: the most nats-server allows, so 40 MB fits in one message. */
 const NATS_MAX_PAYLOAD = 64 * 1024 * 1024;
@@ -50,8 +53,9 @@ const results: CaseResult[] = [];
 const peaks: PeakRecord[] = [];
 let growth: GrowthRecord[] = [];
 
+/** torch imports (asked when a PyTorch system is selected); the one-host PyTorch runs also need 'pytorch' selected. */
 let torchOk = false;
-if (options.systems.has('pytorch')) {
+if (options.systems.has('pytorch') || options.systems.has('pytorch-2hosts')) {
   const torch = torchAvailability();
   versionInfo.torch = torch.version;
   versionInfo.python = torch.python;
@@ -59,7 +63,7 @@ if (options.systems.has('pytorch')) {
   if (!torchOk) {
     console.log(PYTORCH_MISSING);
     console.log(`  (${torch.reason})`);
-    missing.push({ system: 'pytorch', reason: PYTORCH_MISSING });
+    if (options.systems.has('pytorch')) missing.push({ system: 'pytorch', reason: PYTORCH_MISSING });
   }
 }
 
@@ -70,8 +74,8 @@ if (options.systems.has('tensorbus-nats') || options.systems.has('nats')) {
 }
 
 const systems: NodeSystem[] = [];
-for (const id of selected) {
-  if (id === 'pytorch') continue;
+const nodeSystemIds = selected.filter((id): id is NodeSystemId => id !== 'pytorch' && !TWO_HOST_SYSTEMS.includes(id));
+for (const id of nodeSystemIds) {
   console.log(`starting ${SYSTEM_LABELS[id]} ...`);
   try {
     systems.push(await startNodeSystem(id, nats ? { url: nats.url, pid: nats.pid } : undefined));
@@ -100,7 +104,9 @@ const wanted = CASES.filter((c) => options.cases.has(c.id));
 const mainCases = wanted.filter((c) => c.bytes !== PEAK_MEMORY_BYTES);
 const peakCase = wanted.find((c) => c.bytes === PEAK_MEMORY_BYTES);
 const runs = (c: BenchCase) => systems.filter((s) => s.kinds.has(c.kind)).length;
-const progress = new Progress(mainCases.length + (peakCase ? runs(peakCase) : 0));
+const twoHostCases = wanted.filter((c) => TWO_HOST_CASE_IDS.includes(c.id));
+const twoHostTensorbus = options.systems.has('tensorbus-2hosts') && twoHostCases.length > 0;
+const progress = new Progress(mainCases.length + (peakCase ? runs(peakCase) : 0) + (twoHostTensorbus ? twoHostCases.length : 0));
 
 // 1. Every case but the largest, case by case, the systems' blocks
 //    interleaved (a burst of load from elsewhere hits them alike).
@@ -110,7 +116,8 @@ for (const c of mainCases) results.push(...(await runCase(c, systems, options.qu
 const torchLatencyCases = mainCases.filter((c) => c.kind === 'latency');
 const torchRate = mainCases.find((c) => c.kind === 'rate');
 const torchProtocolCases = mainCases.filter((c) => c.kind === 'rref' || c.kind === 'autograd');
-if (torchOk) {
+const torchHere = torchOk && options.systems.has('pytorch');
+if (torchHere) {
   try {
     if (torchLatencyCases.length > 0) {
       console.log(`PyTorch RPC: torch_rpc.py (${torchLatencyCases.map((c) => c.id).join(', ')}) ...`);
@@ -160,7 +167,7 @@ for (const system of systems) {
   }
   await system.stop();
 }
-if (peakCase && torchOk) {
+if (peakCase && torchHere) {
   console.log(`PyTorch RPC: torch_rpc.py ${peakCase.bytes} (peak memory of its workers) ...`);
   try {
     const torch = await runPytorchLatency([peakCase], true);
@@ -175,7 +182,22 @@ if (peakCase && torchOk) {
 }
 await nats?.stop();
 
-// 5. The report.
+// 5. Between two hosts: two network namespaces joined by a veth pair, made here and removed after.
+const twoHosts = await runTwoHosts(
+  {
+    cases: twoHostCases,
+    tensorbus: twoHostTensorbus,
+    pytorch: options.systems.has('pytorch-2hosts'),
+    pytorchMissing: torchOk ? undefined : PYTORCH_MISSING,
+    quick: options.quick,
+  },
+  progress,
+);
+results.push(...twoHosts.results);
+peaks.push(...twoHosts.peaks);
+missing.push(...twoHosts.missing);
+
+// 6. The report.
 const targets = evaluateTargets(results, peaks, PEAK_MEMORY_BYTES);
 const report: BenchReport = {
   started: started.toISOString(),
@@ -186,6 +208,7 @@ const report: BenchReport = {
   versions: versionInfo,
   tfjsBackend,
   sameHostPath,
+  twoHosts: twoHosts.setup.setup ? twoHosts.setup : undefined,
   natsMaxPayload: nats ? NATS_MAX_PAYLOAD : undefined,
   systems: selected,
   missing,

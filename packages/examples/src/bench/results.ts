@@ -55,6 +55,16 @@ export interface MissingSystem {
   reason: string;
 }
 
+/** How the two-host part ran. */
+export interface TwoHostSetup {
+  /** The namespaces, the veth pair and their addresses, in words; or why they could not be made. */
+  setup: string;
+  /** What tensorbus's calls between the hosts went over (from the driver's data-plane counts). */
+  tensorbusPath?: string;
+  /** What PyTorch RPC was allowed to use between the hosts (TensorPipe transports and channels). */
+  pytorchPath?: string;
+}
+
 /** The whole report (the JSON file). */
 export interface BenchReport {
   started: string;
@@ -66,6 +76,8 @@ export interface BenchReport {
   tfjsBackend: string | undefined;
   /** How tensorbus's two NATS processes reach each other beside the bus: shared memory or TCP. */
   sameHostPath: string | undefined;
+  /** The two-host part: how the hosts were made, and what each system's calls went over between them. */
+  twoHosts?: TwoHostSetup;
   natsMaxPayload: number | undefined;
   systems: SystemId[];
   missing: MissingSystem[];

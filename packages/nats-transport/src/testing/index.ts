@@ -24,6 +24,7 @@ export { startNatsServer, type NatsServer, type NatsServerOptions } from '../ser
 export { startNatsCluster, type NatsCluster } from '../server/cluster.js';
 export { freePort } from '../server/free-port.js';
 export { exitWithParent } from './exit-with-parent.js';
+export { namespacesRefused, TwoHosts, type NsProcess, type TwoHostsOptions } from './netns.js';
 export { natsJwt, operatorConfig, userCreds, UNLIMITED_ACCOUNT, UNLIMITED_USER, type KeyPair } from './nats-jwt.js';
 
 /** Options of {@link TransportKind.create}. */

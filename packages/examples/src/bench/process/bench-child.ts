@@ -24,6 +24,21 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** How long the child may take to say it is ready, ms (default 60,000). */
   readyTimeoutMs?: number;
+  /**
+   * Runs the node command through another (e.g. `ip netns exec <name>`): given
+   * node and its arguments, returns what to spawn instead. The launcher must
+   * replace itself with node, so the process id stays node's.
+   */
+  launcher?: (command: string, args: string[]) => [string, string[]];
+}
+
+/**
+ * Extra node flags for every child, from `TENSORBUS_BENCH_NODE_FLAGS`
+ * (space-separated), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile
+ * the callers and callees (node refuses --cpu-prof in NODE_OPTIONS).
+ */
+function nodeFlags(): string[] {
+  return (process.env.TENSORBUS_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 }
 
 const live = new Set<ChildProcess>();
@@ -52,7 +67,8 @@ export class BenchChild {
   /** Starts `script` with `node` and resolves once it is ready. */
   static start(options: StartOptions): Promise<BenchChild> {
     const script = fileURLToPath(new URL(`../${options.script}`, import.meta.url));
-    const child = spawn(process.execPath, ['--expose-gc', script, ...(options.args ?? [])], {
+    const launch = options.launcher ?? ((command: string, args: string[]): [string, string[]] => [command, args]);
+    const child = spawn(...launch(process.execPath, ['--expose-gc', ...nodeFlags(), script, ...(options.args ?? [])]), {
       env: { ...process.env, TENSORBUS_QUIET: '1', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });

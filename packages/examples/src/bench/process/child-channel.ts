@@ -71,3 +71,13 @@ export function argValue(flag: string, fallback?: string): string {
   if (fallback !== undefined) return fallback;
   throw new Error(`missing ${flag}`);
 }
+
+/**
+ * The data-port address of a tensorbus process of the bench: between two
+ * hosts, its host's address on the veth pair (`TENSORBUS_BENCH_DIRECT_HOST`),
+ * listened on and advertised; by default the transport's own (loopback).
+ */
+export function directOptions(): { direct?: { host: string } } {
+  const host = process.env.TENSORBUS_BENCH_DIRECT_HOST;
+  return host ? { direct: { host } } : {};
+}

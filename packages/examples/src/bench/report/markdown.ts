@@ -4,9 +4,9 @@
  * memory of the largest round trip, and the growth study.
  * @module
  */
-import { CASES } from '../cases.js';
+import { CASES, TWO_HOST_CASE_IDS } from '../cases.js';
 import type { BenchReport, CaseResult } from '../results.js';
-import { PEER_SYSTEMS, SYSTEM_LABELS, SYSTEM_SHORT, TENSORBUS_SYSTEMS, type SystemId } from '../systems/system-ids.js';
+import { PEER_SYSTEMS, SYSTEM_LABELS, SYSTEM_SHORT, TENSORBUS_SYSTEMS, TWO_HOST_SYSTEMS, type SystemId } from '../systems/system-ids.js';
 import { formatFigure, formatMB, formatRate, formatRatio, formatTime } from './format.js';
 import type { TargetOutcome } from './targets.js';
 
@@ -31,9 +31,38 @@ function targetCell(targets: TargetOutcome[], caseId: string, system: SystemId):
     .join('<br>');
 }
 
+/** The two-host table: each two-host case, tensorbus and PyTorch RPC between the same two namespaces, the ratio and the targets. */
+function twoHostSection(
+  report: BenchReport,
+  targets: TargetOutcome[],
+  cell: (caseId: string, system: SystemId) => string,
+  find: (caseId: string, system: SystemId) => CaseResult | undefined,
+): string[] {
+  const [mine, peer] = TWO_HOST_SYSTEMS as [SystemId, SystemId];
+  const ran = TWO_HOST_SYSTEMS.filter((s) => report.systems.includes(s));
+  if (ran.length === 0) return [];
+  const cases = CASES.filter((c) => TWO_HOST_CASE_IDS.includes(c.id) && ran.some((s) => find(c.id, s)));
+  const setup = report.twoHosts;
+  const out = ['## Between two hosts (two network namespaces joined by a veth pair)', ''];
+  if (setup) {
+    out.push(
+      `${setup.setup}. tensorbus: ${setup.tensorbusPath ?? 'n/a'}. PyTorch RPC: ${setup.pytorchPath ?? 'n/a'}.`,
+      '',
+    );
+  }
+  if (cases.length === 0) {
+    out.push('No figures: see the missing systems above.', '');
+    return out;
+  }
+  const header = ['case', ...ran.map((s) => SYSTEM_SHORT[s]), `${SYSTEM_SHORT[mine]} ÷ ${SYSTEM_SHORT[peer]}`, 'targets'];
+  out.push(...table(header, cases.map((c) => [c.title, ...ran.map((s) => cell(c.id, s)), ratio(find(c.id, mine), find(c.id, peer)), targetCell(targets, c.id, mine)]), ['targets']), '');
+  return out;
+}
+
 /** Renders the report as markdown. */
 export function renderMarkdown(report: BenchReport, targets: TargetOutcome[]): string {
-  const systems = report.systems;
+  // The two-host systems have a table of their own (two cases, one peer).
+  const systems = report.systems.filter((s) => !TWO_HOST_SYSTEMS.includes(s));
   const missing = new Map(report.missing.map((m) => [m.system, m.reason]));
   const find = (caseId: string, system: SystemId) => report.results.find((r) => r.caseId === caseId && r.system === system);
   const cases = CASES.filter((c) => report.results.some((r) => r.caseId === c.id));
@@ -69,6 +98,8 @@ export function renderMarkdown(report: BenchReport, targets: TargetOutcome[]): s
     out.push(...table(header, cases.map((c) => [c.title, ...peers.map((p) => ratio(find(c.id, other), find(c.id, p))), targetCell(targets, c.id, other)]), ['targets']));
     out.push('');
   }
+
+  out.push(...twoHostSection(report, targets, cell, find));
 
   if (cases.length > 0 && targets.length > 0) {
     out.push('## Targets', '');

@@ -10,9 +10,9 @@
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { CASES } from '../cases.js';
+import { CASES, TWO_HOST_CASE_IDS } from '../cases.js';
 import type { BenchReport } from '../results.js';
-import { SYSTEM_IDS, SYSTEM_LABELS, TENSORBUS_SYSTEMS } from '../systems/system-ids.js';
+import { SYSTEM_IDS, SYSTEM_LABELS, TENSORBUS_SYSTEMS, TWO_HOST_SYSTEMS, type SystemId } from '../systems/system-ids.js';
 import { writeRoundTripChart } from './chart.js';
 import { formatMB } from './format.js';
 import { renderMarkdown } from './markdown.js';
@@ -32,8 +32,10 @@ export function partialReasons(report: BenchReport, targets: TargetOutcome[]): s
   if (report.quick) reasons.push('a quick run (--quick: few repetitions, no 400 MB case)');
   for (const system of SYSTEM_IDS) if (!report.systems.includes(system)) reasons.push(`${SYSTEM_LABELS[system]} not selected (--systems)`);
   for (const m of report.missing) reasons.push(`${SYSTEM_LABELS[m.system]} missing: ${m.reason}`);
-  for (const system of TENSORBUS_SYSTEMS) {
-    for (const c of CASES) {
+  const casesOf = (system: SystemId) => (TWO_HOST_SYSTEMS.includes(system) ? CASES.filter((c) => TWO_HOST_CASE_IDS.includes(c.id)) : CASES);
+  for (const system of [...TENSORBUS_SYSTEMS, ...TWO_HOST_SYSTEMS]) {
+    if (report.missing.some((m) => m.system === system)) continue;
+    for (const c of casesOf(system)) {
       const result = report.results.find((r) => r.caseId === c.id && r.system === system);
       if (!result) reasons.push(`${c.title} not run on ${SYSTEM_LABELS[system]}`);
       else if (result.skipped) reasons.push(`${c.title} on ${SYSTEM_LABELS[system]}: ${result.skipped}`);

@@ -36,7 +36,8 @@ export interface NatsEndpoint {
 const PEER_KINDS: ReadonlySet<CaseKind> = new Set(['latency', 'rate']);
 const TENSORBUS_KINDS: ReadonlySet<CaseKind> = new Set(['latency', 'rate', 'rref', 'autograd']);
 
-function system(id: SystemId, caller: BenchChild, servers: BenchChild[], kinds: ReadonlySet<CaseKind>, processes: SystemProcess[]): NodeSystem {
+/** A system of a caller and the processes it calls; stopping it stops them all. */
+export function system(id: SystemId, caller: BenchChild, servers: BenchChild[], kinds: ReadonlySet<CaseKind>, processes: SystemProcess[]): NodeSystem {
   return {
     id,
     caller,
@@ -59,8 +60,11 @@ async function clientServer(id: SystemId, serverLabel: string, serverScript: str
   ]);
 }
 
+/** The systems of one host made of Node processes (the bench starts the two-host ones itself, in their namespaces). */
+export type NodeSystemId = Exclude<SystemId, 'pytorch' | 'tensorbus-2hosts' | 'pytorch-2hosts'>;
+
 /** Starts the processes of `id` and resolves once its caller is ready. */
-export async function startNodeSystem(id: Exclude<SystemId, 'pytorch'>, nats: NatsEndpoint | undefined): Promise<NodeSystem> {
+export async function startNodeSystem(id: NodeSystemId, nats: NatsEndpoint | undefined): Promise<NodeSystem> {
   const natsEnv = (): Record<string, string> => {
     if (!nats) throw new Error(`${id} needs the nats-server`);
     return { NATS_URL: nats.url };

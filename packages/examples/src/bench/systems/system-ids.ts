@@ -1,20 +1,24 @@
 /**
  * The systems the benchmark compares: tensorbus on each transport, and the
- * peers it is measured against.
+ * peers it is measured against, on one host; and tensorbus and PyTorch RPC
+ * between two hosts (two network namespaces joined by a veth pair).
  * @module
  */
 
 /** Every system, in the order the tables print them. */
-export const SYSTEM_IDS = ['tensorbus-nats', 'tensorbus-local', 'nats', 'grpc', 'tcp', 'pytorch'] as const;
+export const SYSTEM_IDS = ['tensorbus-nats', 'tensorbus-local', 'nats', 'grpc', 'tcp', 'pytorch', 'tensorbus-2hosts', 'pytorch-2hosts'] as const;
 
 /** One of {@link SYSTEM_IDS}. */
 export type SystemId = (typeof SYSTEM_IDS)[number];
 
-/** The tensorbus systems; the others are peers. */
+/** The tensorbus systems of one host; the others there are peers. */
 export const TENSORBUS_SYSTEMS: readonly SystemId[] = ['tensorbus-nats', 'tensorbus-local'];
 
-/** The peers tensorbus is compared with. */
+/** The peers tensorbus is compared with on one host. */
 export const PEER_SYSTEMS: readonly SystemId[] = ['nats', 'grpc', 'tcp', 'pytorch'];
+
+/** The systems measured between two hosts: tensorbus first, then its peer there. */
+export const TWO_HOST_SYSTEMS: readonly SystemId[] = ['tensorbus-2hosts', 'pytorch-2hosts'];
 
 /** Names as the tables print them. */
 export const SYSTEM_LABELS: Record<SystemId, string> = {
@@ -24,6 +28,8 @@ export const SYSTEM_LABELS: Record<SystemId, string> = {
   grpc: 'gRPC-js unary, raw bytes',
   tcp: 'raw TCP (Node)',
   pytorch: 'PyTorch RPC (TensorPipe)',
+  'tensorbus-2hosts': 'tensorbus (NATS, 2 hosts)',
+  'pytorch-2hosts': 'PyTorch RPC (TensorPipe, 2 hosts)',
 };
 
 /** Short names for table columns. */
@@ -34,4 +40,6 @@ export const SYSTEM_SHORT: Record<SystemId, string> = {
   grpc: 'gRPC-js',
   tcp: 'raw TCP',
   pytorch: 'PyTorch RPC',
+  'tensorbus-2hosts': 'tensorbus 2 hosts',
+  'pytorch-2hosts': 'PyTorch RPC 2 hosts',
 };

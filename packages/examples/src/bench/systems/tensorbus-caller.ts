@@ -7,13 +7,14 @@
  *                       in-process transport
  *
  * Answers the commands latency, rate, rref, autograd, growth (local only:
- * N more caller agents in this process), backend, sameHost, tensors.
+ * N more caller agents in this process), backend, sameHost, path (the
+ * transport's data-plane counts: direct calls, shared memory), tensors.
  * @module
  */
 import { localTransport, tensorBackend, tf } from '@tensorbus/core';
-import { natsTransport, sharedMemoryStatus } from '@tensorbus/nats-transport';
+import { natsTransport, sharedMemoryStatus, type DirectStats } from '@tensorbus/nats-transport';
 import { initRpc, type RpcAgent } from '@tensorbus/actors';
-import { argValue, serveCommands } from '../process/child-channel.js';
+import { argValue, directOptions, serveCommands } from '../process/child-channel.js';
 import { callForDuration, type LatencyPlan, type RatePlan } from '../stats.js';
 import { liveTensors, noop } from './tensorbus-functions.js';
 import { tensorbusAsyncRate, tensorbusAutograd, tensorbusLatency, tensorbusRrefRate } from './tensorbus-ops.js';
@@ -25,7 +26,7 @@ const rpcTimeoutMs = 120_000;
 const agents: RpcAgent[] = [];
 const driver =
   transportKind === 'nats'
-    ? await initRpc({ name: 'driver', transport: natsTransport({ servers: process.env.NATS_URL!, name: 'bench-driver' }), rpcTimeoutMs })
+    ? await initRpc({ name: 'driver', transport: natsTransport({ servers: process.env.NATS_URL!, name: 'bench-driver', ...directOptions() }), rpcTimeoutMs })
     : await initRpc({ name: 'driver', transport: localTransport(), rpcTimeoutMs });
 agents.push(driver);
 if (transportKind === 'local') agents.push(await initRpc({ name: CALLEE, transport: localTransport(), rpcTimeoutMs }));
@@ -57,6 +58,11 @@ serveCommands(
       return localGrowth(p);
     },
     backend: () => tensorBackend(),
+    path: () => {
+      // What the calls to the callee went over beside the bus, counted by the transport.
+      const stats = (driver.transport as { directStats?: DirectStats }).directStats;
+      return stats ?? null;
+    },
     sameHost: () => {
       if (transportKind !== 'nats') return 'n/a (one process)';
       const { available, reason } = sharedMemoryStatus();

@@ -1,24 +1,53 @@
 /**
- * Two "hosts" on one machine for tests: two network namespaces joined by a
- * veth pair (10.211.0.1/24 and 10.211.0.2/24, addresses that exist only
- * inside them), processes started inside with `ip netns exec`, all removed
- * again by `remove()`. Needs the right to make namespaces (root in CI).
+ * Two "hosts" on one machine, for tests and the benchmark: two network
+ * namespaces joined by a veth pair (by default 10.211.0.1/24 and
+ * 10.211.0.2/24, addresses that exist only inside them), processes started
+ * inside with `ip netns exec`, all removed again by `remove()`. Needs the
+ * right to make namespaces (root in CI) and iproute2's `ip`.
+ *
+ * The namespaces share the kernel, the boot id, the host name and /dev/shm
+ * with this process; only the network is theirs. So they separate what two
+ * hosts' network separates (loopback, addresses, TCP), not memory.
+ *
+ * @example
+ * ```ts
+ * const refused = namespacesRefused();
+ * if (!refused) {
+ *   const hosts = new TwoHosts();
+ *   try {
+ *     const server = await hosts.natsServer(0, `listen: ${hosts.addresses[0]}:4222`);
+ *   } finally {
+ *     hosts.remove();
+ *   }
+ * }
+ * ```
+ * @module
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findNatsServer } from '../src/server/find-binary.js';
+import { findNatsServer } from '../server/find-binary.js';
+
+/** Options of {@link TwoHosts} and {@link namespacesRefused}. */
+export interface TwoHostsOptions {
+  /** The first three octets of the /24 the two veth ends get (.1 and .2); default '10.211.0'. */
+  subnet?: string;
+  /** The iproute2 command; default 'ip' (found on PATH). */
+  ip?: string;
+}
 
 /** Why namespaces cannot be made here, or undefined when they can (tried once, with a namespace removed at once). */
-export function namespacesRefused(): string | undefined {
+export function namespacesRefused(options: TwoHostsOptions = {}): string | undefined {
+  const ip = options.ip ?? 'ip';
   const probe = `tbprobe${process.pid}`;
   try {
-    execFileSync('ip', ['netns', 'add', probe], { stdio: 'pipe' });
+    execFileSync(ip, ['netns', 'add', probe], { stdio: 'pipe' });
   } catch (error) {
-    return `cannot make network namespaces here (ip netns add: ${String((error as { stderr?: Buffer }).stderr ?? error).trim()})`;
+    const said = (error as { stderr?: Buffer }).stderr?.toString().trim();
+    return `cannot make network namespaces here (${ip} netns add: ${said || (error as Error).message})`;
   }
-  execFileSync('ip', ['netns', 'del', probe], { stdio: 'pipe' });
+  execFileSync(ip, ['netns', 'del', probe], { stdio: 'pipe' });
   return undefined;
 }
 
@@ -35,17 +64,28 @@ export interface NsProcess {
 
 /** Two namespaces joined by a veth pair. */
 export class TwoHosts {
+  /** The namespaces' names. */
   readonly names: [string, string];
-  readonly addresses = ['10.211.0.1', '10.211.0.2'] as const;
+  /** The address of each host on the veth pair. */
+  readonly addresses: readonly [string, string];
+  /** The veth end inside each host (its network interface). */
+  readonly devices: readonly [string, string];
+  /** A temporary folder for configuration files, removed with the hosts. */
   readonly dir = mkdtempSync(join(tmpdir(), 'tb-netns-'));
   private readonly children: ChildProcess[] = [];
+  private readonly ipCommand: string;
 
-  constructor() {
+  /** Makes the namespaces and the veth pair; throws (having removed what it made) when it cannot. */
+  constructor(options: TwoHostsOptions = {}) {
+    const subnet = options.subnet ?? '10.211.0';
+    this.addresses = [`${subnet}.1`, `${subnet}.2`];
+    this.ipCommand = options.ip ?? 'ip';
     const tag = `${process.pid.toString(36)}${Math.random().toString(36).slice(2, 6)}`;
     this.names = [`tb${tag}a`, `tb${tag}b`];
-    const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'pipe' });
+    const ip = (...args: string[]) => execFileSync(this.ipCommand, args, { stdio: 'pipe' });
     // veth names are at most 15 characters.
     const [va, vb] = [`tv${tag}a`.slice(0, 15), `tv${tag}b`.slice(0, 15)];
+    this.devices = [va, vb];
     try {
       ip('netns', 'add', this.names[0]);
       ip('netns', 'add', this.names[1]);
@@ -69,9 +109,18 @@ export class TwoHosts {
     }
   }
 
+  /**
+   * The command and arguments that run `command` inside host `i`, for
+   * callers that spawn it themselves. `ip netns exec` replaces itself with
+   * the command, so the process id is the command's.
+   */
+  wrap(i: 0 | 1, command: string, args: string[]): [string, string[]] {
+    return [this.ipCommand, ['netns', 'exec', this.names[i], command, ...args]];
+  }
+
   /** Starts `command` inside host `i`; its output lines are collected (JSON where they parse). */
   spawn(i: 0 | 1, command: string, args: string[]): NsProcess {
-    const child = spawn('ip', ['netns', 'exec', this.names[i], command, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(...this.wrap(i, command, args), { stdio: ['pipe', 'pipe', 'pipe'] });
     this.children.push(child);
     const lines: unknown[] = [];
     /** Lines before this one were taken by an earlier `next`. */
@@ -162,7 +211,7 @@ export class TwoHosts {
     for (const child of this.children) child.kill('SIGKILL');
     for (const name of this.names) {
       try {
-        execFileSync('ip', ['netns', 'del', name], { stdio: 'pipe' });
+        execFileSync(this.ipCommand, ['netns', 'del', name], { stdio: 'pipe' });
       } catch {
         // Already gone.
       }

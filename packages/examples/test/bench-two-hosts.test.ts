@@ -1,0 +1,81 @@
+/**
+ * The two-host part of the bench: two network namespaces joined by a veth
+ * pair, made and removed by the bench; tensorbus with its driver in host A
+ * and its callee in B; PyTorch's ranks one in each host (here a stand-in
+ * script, so no PyTorch is needed). Needs the right to make namespaces (root
+ * in CI), as the transport's two-host tests.
+ */
+import test from 'ava';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { namespacesRefused, TwoHosts } from '@tensorbus/nats-transport/testing';
+import { CASES } from '../src/bench/cases.js';
+import { Progress } from '../src/bench/runner.js';
+import { runPytorchTwoHosts } from '../src/bench/systems/pytorch-two-hosts.js';
+import { runTwoHosts } from '../src/bench/two-hosts.js';
+
+const case4MB = CASES.find((c) => c.id === '4MB')!;
+const namespaces = () => execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+
+const refused = namespacesRefused();
+if (refused) process.stderr.write(`[bench two-hosts tests] skipped: ${refused}\n`);
+const hostsTest = refused ? test.skip : test.serial;
+
+hostsTest('bench two hosts - tensorbus between two network namespaces measures 4 MB over direct TCP on the veth pair, never shared memory, and the namespaces are gone after', async (t) => {
+  const run = await runTwoHosts({ cases: [case4MB], tensorbus: true, pytorch: false, quick: true }, new Progress(1));
+  t.deepEqual(run.missing, []);
+  const [result] = run.results;
+  t.like(result, { caseId: '4MB', system: 'tensorbus-2hosts' });
+  t.true(Number.isFinite(result?.medianMs) && result!.medianMs! > 0 && (result?.n ?? 0) >= 8, JSON.stringify(result));
+  t.regex(run.setup.tensorbusPath ?? '', /^direct TCP between the hosts' data ports \(\d+ calls, warm-up included\), none through shared memory$/);
+  const names = /network namespaces (\S+) and (\S+) made by the bench/.exec(run.setup.setup);
+  t.truthy(names, run.setup.setup);
+  const left = namespaces();
+  t.false(left.includes(names![1]!) || left.includes(names![2]!), `namespaces removed: ${left}`);
+});
+
+hostsTest('bench two hosts - PyTorch\'s rank 0 runs in host A and rank 1 in host B, rendezvous at A\'s address on its veth, and both ranks\' peaks are read', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tb-torch2-'));
+  const standIn = join(dir, 'stand-in.mjs');
+  // Each rank records its network namespace and arguments; rank 0 prints figures as the real script does.
+  writeFileSync(
+    standIn,
+    [
+      "import { readlinkSync, writeFileSync } from 'node:fs';",
+      'const [rank, address, port, sizes, device] = process.argv.slice(2);',
+      `writeFileSync(${JSON.stringify(dir)} + '/rank' + rank + '.json', JSON.stringify({ ns: readlinkSync('/proc/self/ns/net'), address, port, sizes, device }));`,
+      "const hold = Buffer.alloc(64 << 20, 1);", // a peak to see
+      "if (rank === '0') for (const bytes of sizes.split(',')) console.log(JSON.stringify({ case: 'identity', bytes: Number(bytes), median_us: 1500 }));",
+      'setTimeout(() => process.exit(hold[0] - 1), 300);',
+    ].join('\n'),
+  );
+  const hosts = new TwoHosts({ subnet: '10.214.0' });
+  t.teardown(() => hosts.remove());
+  const measured = await runPytorchTwoHosts(hosts, [4 << 20, 400 << 20], (bytes) => `${bytes >> 20}MB`, { python: process.execPath, script: standIn });
+  t.deepEqual(
+    measured.results.map((r) => [r.caseId, r.system, r.medianMs]),
+    [
+      ['4MB', 'pytorch-2hosts', 1.5],
+      ['400MB', 'pytorch-2hosts', 1.5],
+    ],
+  );
+  const inode = (name: string) => `net:[${statSync(`/run/netns/${name}`).ino}]`;
+  for (const [rank, host] of [[0, 0], [1, 1]] as const) {
+    const seen = JSON.parse(readFileSync(join(dir, `rank${rank}.json`), 'utf8')) as Record<string, string>;
+    t.is(seen.ns, inode(hosts.names[host]), `rank ${rank} in host ${'AB'[host]}`);
+    t.not(seen.ns, readlinkSync('/proc/self/ns/net'));
+    t.like(seen, { address: hosts.addresses[0], sizes: `${4 << 20},${400 << 20}`, device: hosts.devices[host] });
+  }
+  t.deepEqual(measured.peaks.map((p) => p.role), ['rank 0 (caller, host A)', 'rank 1 (callee, host B)']);
+  for (const p of measured.peaks) t.true(p.peakBytes > 64 << 20, `${p.role}: ${p.peakBytes}`);
+});
+
+test('bench two hosts - where namespaces cannot be made, both systems are missing with the reason and the run goes on', async (t) => {
+  const run = await runTwoHosts({ cases: [case4MB], tensorbus: true, pytorch: true, quick: true, hosts: { ip: '/nonexistent/ip' } }, new Progress(1));
+  t.deepEqual(run.results, []);
+  t.deepEqual(run.missing.map((m) => m.system), ['tensorbus-2hosts', 'pytorch-2hosts']);
+  for (const m of run.missing) t.regex(m.reason, /^two hosts not made: cannot make network namespaces here \(\/nonexistent\/ip netns add: .*ENOENT/);
+  t.regex(run.setup.setup, /^Not measured: cannot make network namespaces here/);
+});
