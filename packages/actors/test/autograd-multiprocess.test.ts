@@ -8,9 +8,11 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { AutogradError, tf } from '@tensorbus/core';
 import { DistributedOptimizer, RemoteModule, type RpcAgent } from '../src/index.js';
-import { startProcessGroup, TIMING, type ProcessGroup, type Timing } from './process-group.js';
+import { startProcessGroup, TIMING, type ProcessGroup, type Timing, stopProcessGroups } from './process-group.js';
 import { assertClose, localGrads, variable } from './autograd-helpers.js';
 import { chain, chainLocal, contextsHere, Linear, slowIdentity, stopProcess, tensorsHere } from './fixtures/autograd-functions.js';
+
+test.after.always(stopProcessGroups);
 
 const workerScript = fileURLToPath(new URL('./fixtures/autograd-worker.js', import.meta.url));
 

@@ -10,8 +10,10 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { WorkerUnavailableError } from '@tensorbus/core';
 import { pid, spin, stop } from './fixtures/worker-functions.js';
-import { startProcessGroup, TIMING } from './process-group.js';
+import { startProcessGroup, TIMING, stopProcessGroups } from './process-group.js';
 import { hostOf, MEMBERSHIP } from '../src/internal.js';
+
+test.after.always(stopProcessGroups);
 
 const worker = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -17,7 +17,9 @@ import { add, countTo, echo, Counter } from './fixtures/functions.js';
 import { rrefValue } from './fixtures/rref-functions.js';
 import { memoryHere, rrefStatsHere, stop, tensorsHere } from './fixtures/worker-functions.js';
 import { hostileCall, hostileControl, hostileFrame, mutate, Random } from './fuzz/hostile-messages.js';
-import { startProcessGroup, TIMING } from './process-group.js';
+import { startProcessGroup, TIMING, stopProcessGroups } from './process-group.js';
+
+test.after.always(stopProcessGroups);
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const SEED = Number(process.env.TENSORBUS_FUZZ_SEED ?? 12);

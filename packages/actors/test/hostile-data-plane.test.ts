@@ -5,9 +5,11 @@ import { fileURLToPath } from 'node:url';
 import { connect, headers } from 'nats';
 import { tf } from '@tensorbus/core';
 import { GET_BYTES, H_CHUNK, H_DIRECT, H_PULL, H_SIZE, H_TRANSFER, hostId, REPLY_OK, replyHeader } from '@tensorbus/nats-transport/internal';
-import { startProcessGroup } from './process-group.js';
+import { startProcessGroup, stopProcessGroups } from './process-group.js';
 import { add, whoAmI } from './fixtures/functions.js';
 import { stop } from './fixtures/worker-functions.js';
+
+test.after.always(stopProcessGroups);
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 

@@ -14,7 +14,9 @@ import { fail } from './fixtures/functions.js';
 import { affine, affineAsync, liveTensors, Scaled, weightsDisposed } from './fixtures/tensor-functions.js';
 import { stop } from './fixtures/worker-functions.js';
 import { eventually } from './helpers.js';
-import { startProcessGroup, startWorkerProcess, TIMING } from './process-group.js';
+import { startProcessGroup, startWorkerProcess, TIMING, stopProcessGroups } from './process-group.js';
+
+test.after.always(stopProcessGroups);
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 

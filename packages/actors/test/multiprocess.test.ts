@@ -5,11 +5,13 @@ import { fileURLToPath } from 'node:url';
 import { RemoteError, RequestFailure, RpcTimeoutError, tf, WorkerUnavailableError } from '@tensorbus/core';
 import type { DirectStats } from '@tensorbus/nats-transport';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
-import { startProcessGroup, TIMING, type Timing } from './process-group.js';
+import { startProcessGroup, TIMING, type Timing, stopProcessGroups } from './process-group.js';
 import { add, addNumbers, echo, fail, sleep, whoAmI } from './fixtures/functions.js';
 import { bytesOf, eventually, patternTensor } from './helpers.js';
 import { pid, rrefCountsHere, rrefStatsHere, stop, tensorsHere } from './fixtures/worker-functions.js';
 import { confirmedAtStart, localValueOf, rrefValue } from './fixtures/rref-functions.js';
+
+test.after.always(stopProcessGroups);
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const cli = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));

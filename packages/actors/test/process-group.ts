@@ -59,5 +59,22 @@ export async function startProcessGroup(
     startWorkerProcess(script, { ...env, TENSORBUS_NAME: `p${i + 1}`, TENSORBUS_RANK: String(i + 1) }, args),
   );
   const agent = await initRpc({ name: 'p0', rank: 0, worldSize: size, ...timing, transport: natsTransport({ ...callerOptions, servers: server.url, namespace }) });
-  return { agent, children, serverUrl: server.url, namespace };
+  const group = { agent, children, serverUrl: server.url, namespace };
+  running.add(group);
+  return group;
+}
+
+/** Every group started by this test file (their agents and processes keep the file's process alive). */
+const running = new Set<ProcessGroup>();
+
+/**
+ * Stops what process groups are still up when a test file ends (a failed test
+ * skips its own cleanup): kills their worker processes and stops their p0
+ * agents, so that the file's process can exit and the run goes on.
+ */
+export async function stopProcessGroups(): Promise<void> {
+  const groups = [...running];
+  running.clear();
+  for (const { children } of groups) for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await Promise.all(groups.map(({ agent }) => agent.shutdown({ graceful: false }).catch(() => undefined)));
 }

@@ -14,9 +14,11 @@ import { rrefValue } from './fixtures/rref-functions.js';
 import { rrefCountsHere, spin, stop, tensorsHere } from './fixtures/worker-functions.js';
 import { once } from 'node:events';
 import { contextsHere, mul, stopProcess } from './fixtures/autograd-functions.js';
-import { startProcessGroup, TIMING } from './process-group.js';
+import { startProcessGroup, TIMING, stopProcessGroups } from './process-group.js';
 import { eventually, rrefsReleased, startGroup, stopAll, stopEverything, transportKinds } from './helpers.js';
 import { hostOf } from '../src/internal.js';
+
+test.after.always(stopProcessGroups);
 
 test.after.always(stopEverything);
 

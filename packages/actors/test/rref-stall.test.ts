@@ -9,10 +9,12 @@ import test from 'ava';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { RRefError, tf } from '@tensorbus/core';
-import { startProcessGroup, TIMING } from './process-group.js';
+import { startProcessGroup, TIMING, stopProcessGroups } from './process-group.js';
 import { holdOn, releaseHeld, useHeld } from './fixtures/peer-functions.js';
 import { rrefStatsHere, stop, tensorsHere } from './fixtures/worker-functions.js';
 import { eventually } from './helpers.js';
+
+test.after.always(stopProcessGroups);
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const zero = { owners: 0, users: 0, pendingUsers: 0, pendingChildren: 0 };

@@ -8,7 +8,9 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { addNumbers, sleep } from './fixtures/functions.js';
 import { startGroup, stopEverything, transportKinds } from './helpers.js';
-import { startProcessGroup, TIMING } from './process-group.js';
+import { startProcessGroup, TIMING, stopProcessGroups } from './process-group.js';
+
+test.after.always(stopProcessGroups);
 
 test.after.always(stopEverything);
 

@@ -20,8 +20,10 @@ import { addNumbers, countTo, echo, sleep } from './fixtures/functions.js';
 import { callerSeen, membersSeen } from './fixtures/trust-functions.js';
 import { stop } from './fixtures/worker-functions.js';
 import { eventually, stopAll } from './helpers.js';
-import { startProcessGroup, TIMING } from './process-group.js';
+import { startProcessGroup, TIMING, stopProcessGroups } from './process-group.js';
 import { hostOf, MEMBERSHIP } from '../src/internal.js';
+
+test.after.always(stopProcessGroups);
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 let groups = 0;
