@@ -110,6 +110,7 @@ export class NatsTransport implements Transport {
       return Promise.reject(error as Error);
     }
     const request = this.requests.open({ subject: full, label: subject, timeoutMs: options.timeoutMs, signal: options.signal });
+    options.canceller?.((reason) => request.reject(reason));
     // The request's own hold on the payload, while its maker surely holds it: kept until it settles.
     const held = holdPayload(payload);
     request.whenDone(() => held.release());
