@@ -47,13 +47,11 @@ function failCall(call: PendingCall, error: TensorbusError): void {
  * runs on until its own timeout.
  */
 function cancellable(call: PendingCall, reply: Promise<Frame>): Promise<Frame> {
-  const cancelled = new Promise<never>((_, reject) => {
+  return new Promise<Frame>((resolve, reject) => {
     call.cancel = reject;
+    // The reply is the call's unless the call was cancelled before it came.
+    reply.then((frame) => (call.reason === undefined ? resolve(frame) : frame.release()), reject);
   });
-  reply.then((frame) => {
-    if (call.reason !== undefined) frame.release();
-  }, () => undefined);
-  return Promise.race([reply, cancelled]);
 }
 
 /** Sends calls and tracks the ones pending, per destination. */
