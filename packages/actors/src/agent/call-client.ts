@@ -34,6 +34,9 @@ interface PendingCall {
   cancel: ((reason: Error) => void) | undefined;
 }
 
+/** Destinations whose empty set of pending calls is kept for their next call. */
+const KEEP_EMPTY_SETS = 256;
+
 /** Ends `call` with `error`, once. */
 function failCall(call: PendingCall, error: TensorbusError): void {
   if (call.reason !== undefined) return;
@@ -104,7 +107,10 @@ export class CallClient {
 
   /** Rejects every call pending to `worker` with `error`. */
   failAll(worker: string, error: TensorbusError): void {
-    for (const call of this.pending.get(worker) ?? []) failCall(call, error);
+    const set = this.pending.get(worker);
+    if (set === undefined) return;
+    for (const call of set) failCall(call, error);
+    if (set.size === 0) this.pending.delete(worker);
   }
 
   /** Rejects every pending call with `error`. */
@@ -170,7 +176,9 @@ export class CallClient {
       (decoder as FrameDecoder | undefined)?.abandon();
       releaseOutgoing(payload);
       set.delete(call);
-      if (set.size === 0) this.pending.delete(to);
+      // A destination's set stays for its next call (one call at a time would make and drop one per call);
+      // past a bound, empty ones go as their calls end, as does the set of a worker that left.
+      if (set.size === 0 && (call.reason !== undefined || this.pending.size > KEEP_EMPTY_SETS) && this.pending.get(to) === set) this.pending.delete(to);
     }
   }
 

@@ -411,9 +411,8 @@ export class ConnectionPool {
     private readonly onBroken: (endpoint: string, connection: PeerConnection) => void = () => undefined,
   ) {}
 
-  /** The connection to `host:port`. */
-  get(host: string, port: number): PeerConnection {
-    const endpoint = `${host}:${port}`;
+  /** The connection to `host:port` (`endpoint`, when the caller has it made already). */
+  get(host: string, port: number, endpoint = `${host}:${port}`): PeerConnection {
     let connection = this.connections.get(endpoint);
     if (!connection || connection.broken) {
       const fresh: PeerConnection = new PeerConnection({
