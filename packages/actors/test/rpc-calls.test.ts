@@ -6,6 +6,8 @@ import { addNumbers, add, callerOf, echo, tile, fail, failAsync, hop, nested, re
 import { bytesOf, eventually, patternTensor, startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
 import { initRpc } from '../src/index.js';
+import { KEEP_EMPTY_SETS } from '../src/agent/call-client.js';
+import { hostOf } from '../src/agent/rpc-agent.js';
 
 test.after.always(stopEverything);
 
@@ -270,6 +272,17 @@ test('rpc - over a transport that hands out no canceller, a non-graceful shutdow
   t.true(Date.now() - started < 500, 'the call did not wait for the transport');
   await b.shutdown({ graceful: false });
   await transport.release();
+});
+
+test('rpc - calls to many names nobody serves leave a bounded table of destinations behind', async (t) => {
+  const agents = await startGroup(transportKinds()[0]!, ['a']);
+  const calls = hostOf(agents[0]!).calls;
+  for (let i = 0; i < KEEP_EMPTY_SETS + 100; i++) {
+    await t.throwsAsync(agents[0]!.rpcSync(`nobody${i}`, echo, [1]), { instanceOf: WorkerUnavailableError });
+  }
+  t.true(calls.destinationsTracked <= KEEP_EMPTY_SETS + 1, `${calls.destinationsTracked} destinations kept`);
+  t.is(calls.inFlight, 0);
+  await stopAll(agents);
 });
 
 test('rpc - a transport that does not take deferred bytes is given whole frames, large tensors included', async (t) => {

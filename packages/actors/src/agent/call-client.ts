@@ -35,7 +35,7 @@ interface PendingCall {
 }
 
 /** Destinations whose empty set of pending calls is kept for their next call. */
-const KEEP_EMPTY_SETS = 256;
+export const KEEP_EMPTY_SETS = 256;
 
 /** Ends `call` with `error`, once. */
 function failCall(call: PendingCall, error: TensorbusError): void {
@@ -80,6 +80,11 @@ export class CallClient {
     let n = 0;
     for (const set of this.pending.values()) n += set.size;
     return n;
+  }
+
+  /** Destinations with a set of pending calls kept (for tests: bounded, see {@link KEEP_EMPTY_SETS}). */
+  get destinationsTracked(): number {
+    return this.pending.size;
   }
 
   /** Runs `fn(args)` on `to` and resolves with its result. */
