@@ -96,6 +96,17 @@ for (const kind of transportKinds()) {
     await stopAll(agents);
   });
 
+  test(t('calls to many names nobody serves leave a bounded table of destinations behind'), async (tt) => {
+    const agents = await startGroup(kind, ['a']);
+    const calls = hostOf(agents[0]!).calls;
+    for (let i = 0; i < KEEP_EMPTY_SETS + 100; i++) {
+      await tt.throwsAsync(agents[0]!.rpcSync(`nobody${i}`, echo, [1]), { instanceOf: WorkerUnavailableError });
+    }
+    tt.true(calls.destinationsTracked <= KEEP_EMPTY_SETS + 1, `${calls.destinationsTracked} destinations kept`);
+    tt.is(calls.inFlight, 0);
+    await stopAll(agents);
+  });
+
   test(t('timeouts: per call, agent default, 0 means none; AbortSignal cancels'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b'], { rpcTimeoutMs: 150 });
     const [a] = agents;
@@ -272,17 +283,6 @@ test('rpc - over a transport that hands out no canceller, a non-graceful shutdow
   t.true(Date.now() - started < 500, 'the call did not wait for the transport');
   await b.shutdown({ graceful: false });
   await transport.release();
-});
-
-test('rpc - calls to many names nobody serves leave a bounded table of destinations behind', async (t) => {
-  const agents = await startGroup(transportKinds()[0]!, ['a']);
-  const calls = hostOf(agents[0]!).calls;
-  for (let i = 0; i < KEEP_EMPTY_SETS + 100; i++) {
-    await t.throwsAsync(agents[0]!.rpcSync(`nobody${i}`, echo, [1]), { instanceOf: WorkerUnavailableError });
-  }
-  t.true(calls.destinationsTracked <= KEEP_EMPTY_SETS + 1, `${calls.destinationsTracked} destinations kept`);
-  t.is(calls.inFlight, 0);
-  await stopAll(agents);
 });
 
 test('rpc - a transport that does not take deferred bytes is given whole frames, large tensors included', async (t) => {
