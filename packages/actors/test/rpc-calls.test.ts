@@ -1,11 +1,13 @@
 import test from 'ava';
 import type { Tensor } from '@tensorflow/tfjs';
-import { InvalidArgumentError, localTransport, RemoteError, RequestFailure, WorkerUnavailableError, RpcFuture, RpcTimeoutError, SerializationError, STREAM_MIN_BYTES, tf, UnknownFunctionError, type Transport } from '@tensorbus/core';
+import { InvalidArgumentError, localTransport, RemoteError, RequestFailure, WorkerUnavailableError, RpcFuture, RpcTimeoutError, SerializationError, ShutdownError, STREAM_MIN_BYTES, tf, UnknownFunctionError, type Transport } from '@tensorbus/core';
 import type { DirectStats } from '@tensorbus/nats-transport';
 import { addNumbers, add, callerOf, echo, tile, fail, failAsync, hop, nested, returnsFunction, sleep, whoAmI } from './fixtures/functions.js';
 import { bytesOf, eventually, patternTensor, startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
 import { initRpc } from '../src/index.js';
+import { KEEP_EMPTY_SETS } from '../src/agent/call-client.js';
+import { hostOf } from '../src/agent/rpc-agent.js';
 
 test.after.always(stopEverything);
 
@@ -91,6 +93,17 @@ for (const kind of transportKinds()) {
     const lost = await pending;
     tt.is(lost!.reason, RequestFailure.ResponderLost);
     tt.regex(lost!.message, /'b' went away during the call of 'test\.sleep'/);
+    await stopAll(agents);
+  });
+
+  test(t('calls to many names nobody serves leave a bounded table of destinations behind'), async (tt) => {
+    const agents = await startGroup(kind, ['a']);
+    const calls = hostOf(agents[0]!).calls;
+    for (let i = 0; i < KEEP_EMPTY_SETS + 100; i++) {
+      await tt.throwsAsync(agents[0]!.rpcSync(`nobody${i}`, echo, [1]), { instanceOf: WorkerUnavailableError });
+    }
+    tt.true(calls.destinationsTracked <= KEEP_EMPTY_SETS + 1, `${calls.destinationsTracked} destinations kept`);
+    tt.is(calls.inFlight, 0);
     await stopAll(agents);
   });
 
@@ -237,6 +250,40 @@ function bytesOnly(base: Transport, given: unknown[]): Transport {
     close: () => base.close(),
   };
 }
+
+/** `base` as a transport written before cancellers existed: it ignores `canceller`, and closes `base` only when `release` is called. */
+function noCanceller(base: Transport): Transport & { release(): Promise<void> } {
+  return {
+    kind: base.kind,
+    maxPayload: base.maxPayload,
+    status$: base.status$,
+    takesDeferredBytes: base.takesDeferredBytes,
+    request: (subject, data, options = {}) => {
+      const { canceller: _ignored, ...rest } = options;
+      return base.request(subject, data, rest);
+    },
+    publish: (subject, data) => base.publish(subject, data),
+    subscribe: (subject, handler, options) => base.subscribe(subject, handler, options),
+    flush: () => base.flush(),
+    close: async () => undefined,
+    release: () => base.close(),
+  };
+}
+
+test('rpc - over a transport that hands out no canceller, a non-graceful shutdown still fails pending calls at once', async (t) => {
+  const bus = `no-canceller-${process.pid}`;
+  const transport = noCanceller(localTransport({ bus }));
+  const a = await initRpc({ name: 'a', transport });
+  const b = await initRpc({ name: 'b', transport: localTransport({ bus }) });
+  const pending = t.throwsAsync(a.rpcSync('b', sleep, [3_000], { timeoutMs: 0 }), { instanceOf: ShutdownError });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const started = Date.now();
+  await a.shutdown({ graceful: false });
+  await pending;
+  t.true(Date.now() - started < 500, 'the call did not wait for the transport');
+  await b.shutdown({ graceful: false });
+  await transport.release();
+});
 
 test('rpc - a transport that does not take deferred bytes is given whole frames, large tensors included', async (t) => {
   const bus = `bytes-only-${process.pid}`;

@@ -12,7 +12,7 @@ import { defaultCodec } from '@tensorbus/core';
 import { natsTransport } from '@tensorbus/nats-transport';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { initRpc, type RpcAgent } from '../src/index.js';
-import { CallAuth } from '../src/agent/call-auth.js';
+import { CallAuth, MAX_DIGESTS } from '../src/agent/call-auth.js';
 import { Identity } from '../src/agent/identity.js';
 import { signedText } from '../src/membership/heartbeat-beat.js';
 import type { Announcement } from '../src/membership/membership-protocol.js';
@@ -182,6 +182,30 @@ test.serial('control trust - a call MAC shows its sender once: replays, other fu
   t.false(bobChecks.check('alice', 0, 'test.noop', fromMallory.seal('bob', 0, 'test.noop')), "mallory's MAC does not show alice");
   t.true(bobChecks.check('alice', 0, 'test.noop', next), 'the untampered call is still shown once');
   t.is(bobChecks.unverified, 10 + 4);
+});
+
+test.serial('control trust - call MACs over many function names keep a bounded cache, and every name, however long, is still covered', (t) => {
+  const alice = new Identity();
+  const bob = new Identity();
+  const keys: Record<string, string> = { alice: alice.dhKey, bob: bob.dhKey };
+  const fromAlice = new CallAuth(alice, 'alice', (name) => keys[name]);
+  const bobChecks = new CallAuth(bob, 'bob', (name) => keys[name]);
+  // Names a caller chooses (a stranger may send any): what the callee keeps for them stays bounded.
+  for (let i = 0; i < 3 * MAX_DIGESTS; i++) {
+    const fn = `test.many.${i}`;
+    t.true(bobChecks.check('alice', 0, fn, fromAlice.seal('bob', 0, fn)));
+  }
+  t.true(bobChecks.digestsHeld <= MAX_DIGESTS, `${bobChecks.digestsHeld} digests held`);
+  t.true(fromAlice.digestsHeld <= MAX_DIGESTS);
+  // A name too long to keep is digested each time, and still covered: a one-letter change is not shown.
+  const long = `test.${'x'.repeat(5_000)}`;
+  const sealed = fromAlice.seal('bob', 0, long)!;
+  t.false(bobChecks.check('alice', 0, `${long.slice(0, -1)}y`, sealed), 'the MAC covers the whole long name');
+  t.true(bobChecks.check('alice', 0, long, sealed));
+  // Counters beyond 2^32 (their high bytes are in the block) are covered too.
+  const late = fromAlice.seal('bob', 0, 'test.noop')!;
+  t.false(bobChecks.check('alice', 0, 'test.noop', [late[0] + 2 ** 32, late[1]]), 'a counter differing only above 32 bits is not shown');
+  t.true(bobChecks.check('alice', 0, 'test.noop', late));
 });
 
 test.serial('control trust processes - a spoofed bye for a live worker changes nothing: no call fails, RRefs keep working', async (t) => {

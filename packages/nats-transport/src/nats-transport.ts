@@ -57,6 +57,9 @@ interface Outgoing {
   route?: string;
 }
 
+/** Request subjects remembered as checked; the map starts over beyond this. */
+const MAX_CHECKED_SUBJECTS = 1024;
+
 /** A Transport on one NATS connection. */
 export class NatsTransport implements Transport {
   readonly kind = 'nats';
@@ -77,6 +80,8 @@ export class NatsTransport implements Transport {
   /** What a beacon connects with; undefined when beacons are off. */
   private readonly beaconConnection: BeaconConnectionOptions | undefined;
   private readonly beacons = new Set<BeaconSlot>();
+  /** Request subjects that passed checkSubject, with the namespace put in front (bounded by {@link MAX_CHECKED_SUBJECTS}). */
+  private readonly checkedSubjects = new Map<string, string>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -103,13 +108,20 @@ export class NatsTransport implements Transport {
   request(subject: string, payload: Payload, options: RequestOptions = {}): Promise<Frame> {
     if (this.closed) return Promise.reject(new ShutdownError('the NATS transport is closed'));
     if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
-    const full = this.prefix + subject;
-    try {
-      checkSubject(full, 'subject');
-    } catch (error) {
-      return Promise.reject(error as Error);
+    let full = this.checkedSubjects.get(subject);
+    if (full === undefined) {
+      full = this.prefix + subject;
+      try {
+        checkSubject(full, 'subject');
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
+      // A caller requests few subjects (one per worker it calls), each checked once.
+      if (this.checkedSubjects.size >= MAX_CHECKED_SUBJECTS) this.checkedSubjects.clear();
+      this.checkedSubjects.set(subject, full);
     }
     const request = this.requests.open({ subject: full, label: subject, timeoutMs: options.timeoutMs, signal: options.signal });
+    options.canceller?.((reason) => request.reject(reason));
     // The request's own hold on the payload, while its maker surely holds it: kept until it settles.
     const held = holdPayload(payload);
     request.whenDone(() => held.release());

@@ -63,6 +63,32 @@ for (const kind of transportKinds()) {
     await close();
   });
 
+  test(t('a request ends at once through its canceller, with the reason given; a cancel after the reply changes nothing'), async (tt) => {
+    const { a, b, close } = await pair(kind);
+    // Exclusive, as a worker's call subject: on NATS, once answered, later requests take the direct route.
+    b.subscribe('held', (m) => setTimeout(() => m.respond(m.data), 300).unref(), { exclusive: true });
+    await b.flush();
+    tt.is((await a.request('held', new Uint8Array([1]), { timeoutMs: 5_000 })).bytes[0], 1);
+    for (const subject of ['slow', 'held']) {
+      let cancel: ((reason: Error) => void) | undefined;
+      const started = Date.now();
+      const pending = a.request(subject, new Uint8Array([2]), { timeoutMs: 0, canceller: (c) => (cancel = c) });
+      tt.truthy(cancel, 'the canceller is handed out during the request');
+      const reason = new WorkerUnavailableError('the callee left');
+      cancel!(reason);
+      const error = await tt.throwsAsync(pending);
+      tt.is(error, reason, `${subject}: rejected with the reason given`);
+      tt.true(Date.now() - started < 250, `${subject}: at once, not when the reply came`);
+      // Answered first, cancelled after: the caller keeps its reply.
+      let late: ((reason: Error) => void) | undefined;
+      const reply = await a.request(subject, new Uint8Array([3]), { timeoutMs: 5_000, canceller: (c) => (late = c) });
+      late!(new Error('too late'));
+      tt.is(reply.bytes[0], 3);
+    }
+    tt.is((await a.request('echo', new Uint8Array([4]), { timeoutMs: 5_000 })).bytes[0], 4, 'the transport goes on');
+    await close();
+  });
+
   test(t('a request nobody serves and one whose responder goes away fail with different reasons'), async (tt) => {
     const { a, b, close } = await pair(kind);
     let received = 0;

@@ -1,8 +1,12 @@
 /**
- * Shows who sent a call. Each call carries `meta.auth = [counter, mac]`: an
- * HMAC-SHA256 (first 16 bytes) over the call's kind, function name and a
- * counter per (caller, callee), keyed by what the two workers' announced
- * X25519 keys agree on. The callee accepts `meta.from` as shown only when the
+ * Shows who sent a call. Each call carries `meta.auth = [counter, mac]`: a
+ * keyed function of the call's kind, function name and a counter per (caller,
+ * callee), keyed by what the two workers' announced X25519 keys agree on. A
+ * call's MAC is one AES-128 block, `AES(K, counter ‖ kind ‖ SHA-256(fn)[0..7))`
+ * (a pseudorandom permutation of a block never sent twice is a MAC of that
+ * block: ~1 µs, against ~4 µs for an HMAC, paid on both sides of every call);
+ * a control message, whose MAC also covers its body, keeps
+ * HMAC-SHA256 (first 16 bytes). The callee accepts `meta.from` as shown only when the
  * MAC checks with the key of the member of that name (or of that same instance
  * after it was declared failed: it may still be running), and the counter was not
  * seen before (a window of the last {@link WINDOW} counters: calls may arrive
@@ -10,7 +14,7 @@
  * unverified caller: served, never counted as a member. See docs/rpc.md.
  * @module
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createHash, createHmac, timingSafeEqual, type Cipher } from 'node:crypto';
 import type { Identity } from './identity.js';
 
 /** How far behind the newest counter an older one may still arrive. */
@@ -19,6 +23,11 @@ const MAC_BYTES = 16;
 /** Pairs kept (members, and workers declared failed that may come back); the oldest go first. */
 const MAX_PEERS = 8192;
 const MAC_PATTERN = /^[A-Za-z0-9_-]{22}$/;
+/** Function-name digests kept (a bound on what callers' names make a worker hold); longer names are not kept. */
+export const MAX_DIGESTS = 1024;
+const MAX_DIGESTED_NAME = 256;
+/** Bytes of a function name's SHA-256 that a call's block carries (after an 8-byte counter and a kind byte). */
+const DIGEST_BYTES = 7;
 
 /** What `meta.auth` carries: a counter and a MAC. */
 export type CallAuthField = [number, string];
@@ -28,8 +37,12 @@ export type DhKeyLookup = (name: string) => string | undefined;
 
 interface PeerKeys {
   dhKey: string;
+  /** HMAC keys (control messages). */
   send: Buffer;
   receive: Buffer;
+  /** AES-128-ECB of one block, one reusable object per direction (calls). */
+  sendBlock: Cipher;
+  receiveBlock: Cipher;
   sent: number;
   newest: number;
   seen: Uint8Array;
@@ -40,6 +53,10 @@ export class CallAuth {
   /** Calls whose sender could not be shown (served as unverified). */
   unverified = 0;
   private readonly peers = new Map<string, PeerKeys>();
+  /** The 16-byte block a call's MAC is the encryption of (filled per MAC: one MAC at a time). */
+  private readonly block = Buffer.alloc(16);
+  /** SHA-256 prefixes of function names (see {@link MAX_DIGESTS}). */
+  private readonly digests = new Map<string, Buffer>();
 
   constructor(private readonly identity: Identity, private readonly self: string, private readonly dhKeyOf: DhKeyLookup) {}
 
@@ -52,7 +69,7 @@ export class CallAuth {
     const peer = this.peer(to);
     if (!peer) return undefined;
     const counter = ++peer.sent;
-    return [counter, mac(peer.send, kind, fn, counter, body)];
+    return [counter, body ? mac(peer.send, kind, fn, counter, body) : this.blockMac(peer.sendBlock, kind, fn, counter).toString('base64url')];
   }
 
   /** True when `auth` shows that the call of `fn` (or control message `body`) came from member `from`; records its counter. */
@@ -75,7 +92,8 @@ export class CallAuth {
     if (!peer) return false;
     const c = counter as number;
     if (c <= peer.newest - WINDOW || (c <= peer.newest && peer.seen[c % WINDOW] === 1)) return false;
-    const expected = Buffer.from(mac(peer.receive, kind, fn, c, body), 'base64url');
+    if (!Number.isInteger(kind) || kind < 0 || kind > 255) return false;
+    const expected = body ? Buffer.from(mac(peer.receive, kind, fn, c, body), 'base64url') : this.blockMac(peer.receiveBlock, kind, fn, c);
     if (!timingSafeEqual(expected, Buffer.from(tag, 'base64url'))) return false;
     if (c > peer.newest) {
       // Slots between the old newest and this one are counters not seen yet.
@@ -93,10 +111,14 @@ export class CallAuth {
     let peer = this.peers.get(name);
     if (!peer || peer.dhKey !== dhKey) {
       // A new instance of `name` (new keys): counters start again.
+      const send = this.identity.pairKey(this.self, name, dhKey);
+      const receive = this.identity.pairKey(name, this.self, dhKey);
       peer = {
         dhKey,
-        send: this.identity.pairKey(this.self, name, dhKey),
-        receive: this.identity.pairKey(name, this.self, dhKey),
+        send,
+        receive,
+        sendBlock: blockCipher(send),
+        receiveBlock: blockCipher(receive),
         sent: 0,
         newest: 0,
         seen: new Uint8Array(WINDOW),
@@ -106,6 +128,48 @@ export class CallAuth {
     }
     return peer;
   }
+
+  /**
+   * The MAC of a call: the block `counter (8 bytes) ‖ kind (1) ‖ SHA-256(fn)
+   * (first 7)` encrypted with the pair's AES key. Every field has a fixed
+   * place, so two different (counter, kind, name digest) never make the same block.
+   */
+  private blockMac(cipher: Cipher, kind: number, fn: string, counter: number): Buffer {
+    const block = this.block;
+    block.writeUInt32BE(Math.floor(counter / 2 ** 32), 0);
+    block.writeUInt32BE(counter >>> 0, 4);
+    block[8] = kind;
+    this.digestOf(fn).copy(block, 9);
+    const out = cipher.update(block);
+    // ECB without padding turns each whole block into one block at once; anything else is a broken cipher.
+    if (out.byteLength !== MAC_BYTES) throw new Error('AES block cipher returned a partial block');
+    return out;
+  }
+
+  private digestOf(fn: string): Buffer {
+    let digest = this.digests.get(fn);
+    if (digest === undefined) {
+      digest = createHash('sha256').update(fn).digest().subarray(0, DIGEST_BYTES);
+      if (fn.length <= MAX_DIGESTED_NAME) {
+        if (this.digests.size >= MAX_DIGESTS) this.digests.delete(this.digests.keys().next().value!);
+        this.digests.set(fn, digest);
+      }
+    }
+    return digest;
+  }
+
+  /** Function-name digests held now (for tests: bounded by {@link MAX_DIGESTS}). */
+  get digestsHeld(): number {
+    return this.digests.size;
+  }
+}
+
+/** One direction's AES-128 key (derived from its HMAC key, for this use only) as a reusable one-block cipher. */
+function blockCipher(pairKey: Buffer): Cipher {
+  const key = createHmac('sha256', pairKey).update('tensorbus call block key').digest().subarray(0, 16);
+  const cipher = createCipheriv('aes-128-ecb', key, null);
+  cipher.setAutoPadding(false);
+  return cipher;
 }
 
 function mac(key: Buffer, kind: number, fn: string, counter: number, body: Uint8Array | undefined): string {

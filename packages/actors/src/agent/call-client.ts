@@ -11,10 +11,11 @@ import {
   ShutdownError,
   TensorbusError,
   WorkerUnavailableError,
+  type Frame,
   type FrameDecoder,
   type Transport,
 } from '@tensorbus/core';
-import { abortError, errorFromWire, releaseOutgoing } from '@tensorbus/core/internal';
+import { errorFromWire, releaseOutgoing } from '@tensorbus/core/internal';
 import type { CallAuth } from './call-auth.js';
 import type { CallMeta } from './call-context.js';
 import type { AgentHost, CallOptions, CallTap, WireContext } from './host.js';
@@ -22,6 +23,39 @@ import { CALL, OK, parseReply, type StreamOpen, STREAM } from './call-protocol.j
 import { madeByCurrentCall } from './call-tensors.js';
 import { checkRemoteTiming, Profiler } from './profiler.js';
 import { callSubject } from './subjects.js';
+
+/**
+ * A call awaiting its reply, as the client tracks it: a departure or shutdown
+ * ends it through the transport's canceller (see RequestOptions.canceller; no
+ * AbortController per call), and `reason` says why.
+ */
+interface PendingCall {
+  reason: TensorbusError | undefined;
+  cancel: ((reason: Error) => void) | undefined;
+}
+
+/** Destinations whose empty set of pending calls is kept for their next call. */
+export const KEEP_EMPTY_SETS = 256;
+
+/** Ends `call` with `error`, once. */
+function failCall(call: PendingCall, error: TensorbusError): void {
+  if (call.reason !== undefined) return;
+  call.reason = error;
+  call.cancel?.(error);
+}
+
+/**
+ * For a transport that does not hand out a canceller: the call stops waiting
+ * when cancelled (a reply that still comes is let go), the transport's request
+ * runs on until its own timeout.
+ */
+function cancellable(call: PendingCall, reply: Promise<Frame>): Promise<Frame> {
+  return new Promise<Frame>((resolve, reject) => {
+    call.cancel = reject;
+    // The reply is the call's unless the call was cancelled before it came.
+    reply.then((frame) => (call.reason === undefined ? resolve(frame) : frame.release()), reject);
+  });
+}
 
 /** Sends calls and tracks the ones pending, per destination. */
 export class CallClient {
@@ -31,7 +65,7 @@ export class CallClient {
   readonly taps: CallTap[] = [];
   /** The agent's profiles: while one records, calls are measured (see profiler.ts). */
   readonly profiler = new Profiler();
-  private readonly pending = new Map<string, Set<AbortController>>();
+  private readonly pending = new Map<string, Set<PendingCall>>();
 
   constructor(
     private readonly transport: Transport,
@@ -46,6 +80,11 @@ export class CallClient {
     let n = 0;
     for (const set of this.pending.values()) n += set.size;
     return n;
+  }
+
+  /** Destinations with a set of pending calls kept (for tests: bounded, see {@link KEEP_EMPTY_SETS}). */
+  get destinationsTracked(): number {
+    return this.pending.size;
   }
 
   /** Runs `fn(args)` on `to` and resolves with its result. */
@@ -73,7 +112,10 @@ export class CallClient {
 
   /** Rejects every call pending to `worker` with `error`. */
   failAll(worker: string, error: TensorbusError): void {
-    for (const controller of this.pending.get(worker) ?? []) controller.abort(error);
+    const set = this.pending.get(worker);
+    if (set === undefined) return;
+    for (const call of set) failCall(call, error);
+    if (set.size === 0) this.pending.delete(worker);
   }
 
   /** Rejects every pending call with `error`. */
@@ -100,17 +142,16 @@ export class CallClient {
       if (profiled) replyBytesLength = byteLength;
       return over ? undefined : (decoder = defaultCodec.decoder(byteLength, context));
     };
-    const controller = new AbortController();
-    const onAbort = () => controller.abort(abortError(options.signal));
-    if (options.signal?.aborted) onAbort();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const call: PendingCall = { reason: undefined, cancel: undefined };
     let set = this.pending.get(to);
     if (!set) this.pending.set(to, (set = new Set()));
-    set.add(controller);
+    set.add(call);
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs();
     this.sentTo[to] = (this.sentTo[to] ?? 0) + 1;
     try {
-      const replyBytes = await this.transport.request(callSubject(to), payload, { timeoutMs, signal: controller.signal, replySink });
+      // The caller's signal goes to the transport as it is; departures and shutdown end the call through its canceller.
+      const sent = this.transport.request(callSubject(to), payload, { timeoutMs, signal: options.signal, replySink, canceller: (cancel) => (call.cancel = cancel) });
+      const replyBytes = await (call.cancel !== undefined ? sent : cancellable(call, sent));
       if (profiled) {
         arrivedAt = performance.now();
         replyBytesLength ||= replyBytes.byteLength;
@@ -132,16 +173,17 @@ export class CallClient {
         this.recordCall(to, fn, startedAt, sentAt, arrivedAt || performance.now(), payload.byteLength, replyBytesLength, undefined, (error as { code?: string }).code ?? 'ERROR');
       }
       // Nobody received it: keep the counters of shutdown's barrier matched.
-      if ((error as { code?: string }).code === 'WORKER_UNAVAILABLE' && !controller.signal.aborted) this.sentTo[to]!--;
-      throw this.explain(error, controller, to, fn, timeoutMs);
+      if ((error as { code?: string }).code === 'WORKER_UNAVAILABLE' && call.reason === undefined) this.sentTo[to]!--;
+      throw this.explain(error, call, to, fn, timeoutMs);
     } finally {
       // A reply still arriving (timed out, aborted) is disposed once in; the request's tensors go once sent.
       over = true;
       (decoder as FrameDecoder | undefined)?.abandon();
       releaseOutgoing(payload);
-      options.signal?.removeEventListener('abort', onAbort);
-      set.delete(controller);
-      if (set.size === 0) this.pending.delete(to);
+      set.delete(call);
+      // A destination's set stays for its next call (one call at a time would make and drop one per call);
+      // past a bound, empty ones go as their calls end, as does the set of a worker that left.
+      if (set.size === 0 && (call.reason !== undefined || this.pending.size > KEEP_EMPTY_SETS) && this.pending.get(to) === set) this.pending.delete(to);
     }
   }
 
@@ -168,9 +210,8 @@ export class CallClient {
     });
   }
 
-  private explain(error: unknown, controller: AbortController, to: string, fn: string, timeoutMs: number): unknown {
-    const reason: unknown = controller.signal.reason;
-    if (controller.signal.aborted && reason instanceof TensorbusError) return reason;
+  private explain(error: unknown, call: PendingCall, to: string, fn: string, timeoutMs: number): unknown {
+    if (call.reason !== undefined) return call.reason;
     if (error instanceof RpcTimeoutError) {
       return new RpcTimeoutError(`call of '${fn}' on worker '${to}' got no answer within ${timeoutMs} ms`, { cause: error });
     }

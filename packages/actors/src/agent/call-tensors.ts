@@ -107,7 +107,8 @@ export function collectTensors<T>(fn: () => T): { result: T; made: Tensor[] } {
 
 /** Runs `fn` outside any call's collection (a transport may deliver a request in its sender's async scope). */
 export function outsideCalls<T>(fn: () => T): T {
-  return scope.run(undefined, fn);
+  // Already outside (a socket's callbacks, the usual case): what fn starts inherits no collection anyway.
+  return scope.getStore() === undefined ? fn() : scope.run(undefined, fn);
 }
 
 /** Counts the tensors in `value` as made by the running call, if any (replies decoded where the running code cannot be seen). */

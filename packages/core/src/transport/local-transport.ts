@@ -181,7 +181,14 @@ class LocalTransport implements Transport {
     return new Promise<Frame>((resolve, reject) => {
       const inbox = this.bus.inbox();
       let timer: NodeJS.Timeout | undefined;
+      let settled = false;
       const settle = (error: Error | undefined, value?: Frame) => {
+        // Once: a cancel after the reply (or a second one) changes nothing.
+        if (settled) {
+          value?.release();
+          return;
+        }
+        settled = true;
         request.drop();
         this.bus.listeners.delete(listener);
         this.pending.delete(fail);
@@ -206,6 +213,7 @@ class LocalTransport implements Transport {
       this.bus.listeners.add(listener);
       this.pending.add(fail);
       options.signal?.addEventListener('abort', onAbort, { once: true });
+      options.canceller?.(fail);
       if (options.timeoutMs) {
         timer = setTimeout(() => fail(new RpcTimeoutError(`no reply on '${subject}' within ${options.timeoutMs} ms`)), options.timeoutMs);
       }

@@ -99,6 +99,8 @@ export class DirectCaller {
   private readonly self = hostId();
   /** Data ports whose process cannot map this one's segments. */
   private readonly noSharedMemory = new Set<string>();
+  /** Each route's `host:port`, made once (a route is used for every call to its subject). */
+  private readonly endpoints = new WeakMap<DirectOffer, string>();
   /**
    * The process shown to hold the other end of each connection that sent
    * replies in shared memory, or null when the first pid it named was not.
@@ -138,8 +140,9 @@ export class DirectCaller {
    * caller's frame.
    */
   async call(route: DirectOffer, subject: string, payload: Payload, replySink?: ReplySinkFactory): Promise<Frame> {
-    const connection = this.pool.get(route.host, route.port);
-    const endpoint = `${route.host}:${route.port}`;
+    let endpoint = this.endpoints.get(route);
+    if (endpoint === undefined) this.endpoints.set(route, (endpoint = `${route.host}:${route.port}`));
+    const connection = this.pool.get(route.host, route.port, endpoint);
     let sunk = false;
     const sink = replySink && ((byteLength: number) => {
       const taken = replySink(byteLength);

@@ -63,6 +63,13 @@ interface Pending {
 
 /** Bytes read at a time while passing over a refused reply. */
 const DISCARD_BYTES = 64 * 1024;
+/**
+ * A read between replies goes into a buffer this large, so a reply's header
+ * and a small body (and any replies behind it) come in one read; the bytes
+ * are then copied where they go. A larger body's rest is read straight into
+ * its own memory.
+ */
+const STAGING_BYTES = 16 * 1024;
 
 /** How a {@link PeerConnection} behaves (the pool's options, per connection). */
 export interface ConnectionLimits {
@@ -96,6 +103,9 @@ export class PeerConnection {
   private readonly lent = new Map<string, Frame>();
   private readonly header = Buffer.alloc(REPLY_HEADER_BYTES);
   private readonly spare = Buffer.alloc(64);
+  private staging: Buffer | undefined;
+  /** The last buffer handed to the socket was `staging`. */
+  private staged = false;
   private headerGot = 0;
   private target: Frame | undefined;
   /** Where the reply being read goes instead of `target`, and its size. */
@@ -207,6 +217,8 @@ export class PeerConnection {
   }
 
   private nextBuffer(): Uint8Array {
+    this.staged = this.headerGot === 0 && this.discard === 0;
+    if (this.staged) return (this.staging ??= Buffer.allocUnsafe(STAGING_BYTES));
     if (this.headerGot < REPLY_HEADER_BYTES) return this.header.subarray(this.headerGot);
     if (this.discard > 0) return (this.discardBuffer ??= new Uint8Array(DISCARD_BYTES)).subarray(0, Math.min(DISCARD_BYTES, this.discard));
     // Asked for right before the socket reads into it (no other code runs between), as a sink's memory must be.
@@ -218,12 +230,38 @@ export class PeerConnection {
   private onRead(n: number): boolean {
     if (this.broken) return false;
     try {
-      return this.consume(n);
+      return this.staged ? this.consumeStaged(n) : this.consume(n);
     } catch (error) {
       // Runs in a socket callback: whatever went wrong fails this connection, never the process.
       this.fail(`could not take a reply: ${(error as Error).message}`);
       return false;
     }
+  }
+
+  /**
+   * `n` bytes read into `staging` between replies: headers, bodies or parts
+   * of them, each copied where a direct read would have put it, in order.
+   */
+  private consumeStaged(n: number): boolean {
+    const staging = this.staging!;
+    let at = 0;
+    while (at < n && !this.broken) {
+      let into: Uint8Array;
+      if (this.headerGot < REPLY_HEADER_BYTES) into = this.header.subarray(this.headerGot);
+      else if (this.discard > 0) into = staging.subarray(at, at + Math.min(this.discard, n - at));
+      else if (this.sink && this.got < this.sinkBytes) into = this.sink.target();
+      else if (this.target && this.got < this.target.byteLength) into = this.target.bytes.subarray(this.got);
+      else into = this.spare;
+      const k = Math.min(into.byteLength, n - at);
+      // Passed-over bytes stay where they are; the rest are copied to where they belong.
+      if (this.headerGot >= REPLY_HEADER_BYTES && this.discard > 0) at += k;
+      else {
+        into.set(staging.subarray(at, at + k));
+        at += k;
+      }
+      if (!this.consume(k)) return false;
+    }
+    return !this.broken;
   }
 
   private consume(n: number): boolean {
@@ -373,9 +411,8 @@ export class ConnectionPool {
     private readonly onBroken: (endpoint: string, connection: PeerConnection) => void = () => undefined,
   ) {}
 
-  /** The connection to `host:port`. */
-  get(host: string, port: number): PeerConnection {
-    const endpoint = `${host}:${port}`;
+  /** The connection to `host:port` (`endpoint`, when the caller has it made already). */
+  get(host: string, port: number, endpoint = `${host}:${port}`): PeerConnection {
     let connection = this.connections.get(endpoint);
     if (!connection || connection.broken) {
       const fresh: PeerConnection = new PeerConnection({

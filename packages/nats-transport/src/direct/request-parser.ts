@@ -36,9 +36,12 @@ export class MalformedRequestError extends TransportError {
   override readonly name = 'MalformedRequestError';
 }
 
+/** No bytes left over (shared: never written to). */
+const NOTHING = Buffer.alloc(0);
+
 /** Feeds chunks in, gets requests out; throws MalformedRequestError on bytes that are not this protocol. */
 export class RequestParser {
-  private pending: Buffer = Buffer.alloc(0);
+  private pending: Buffer = NOTHING;
   private body: Body | undefined;
   /** Bytes of a refused call's body still to pass over (never buffered). */
   private skip = 0;
@@ -141,7 +144,7 @@ export class RequestParser {
       }
     }
     // Keep what is left (a partial header) on its own, not the whole chunk it sits in.
-    this.pending = input.length === 0 ? Buffer.alloc(0) : Buffer.from(input);
+    this.pending = input.length === 0 ? NOTHING : Buffer.from(input);
   }
 
   /** Frees a partly received payload (the connection closed). */

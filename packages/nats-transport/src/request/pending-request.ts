@@ -25,8 +25,8 @@ export interface PendingRequestOptions {
   subject: string;
   /** The subject as the caller named it, for messages. */
   label: string;
-  /** Where its replies come (the mux inbox and the token). */
-  replySubject: string;
+  /** Where its replies come: this followed by the token (made only when asked for; direct calls never need it). */
+  replyBase: string;
   /** Rejects with RpcTimeoutError after this many ms; 0 or undefined = never. */
   timeoutMs?: number;
   /** Aborting rejects it with an AbortError-named error. */
@@ -39,36 +39,50 @@ export interface PendingRequestOptions {
 export class PendingRequest {
   readonly token: string;
   readonly subject: string;
-  readonly replySubject: string;
   /** Resolves with the reply (a frame the caller owns) or rejects with why there is none. */
   readonly promise: Promise<Frame>;
   private settled = false;
   private timer: NodeJS.Timeout | undefined;
-  private readonly ends: OnEnd[] = [];
+  // Told in order when it ends: most requests have two (the table, the payload's hold), so no array until a third.
+  private end1: OnEnd | undefined;
+  private end2: OnEnd | undefined;
+  private moreEnds: OnEnd[] | undefined;
+  private readonly replyBase: string;
   private readonly signal: AbortSignal | undefined;
-  private readonly onAbort = () => this.reject(abortError(this.signal));
+  /** Made only for a request with a signal (a listener costs more than the call it would watch). */
+  private readonly onAbort: (() => void) | undefined;
   private resolvePromise!: (frame: Frame) => void;
   private rejectPromise!: (error: Error) => void;
 
   constructor(options: PendingRequestOptions) {
     this.token = options.token;
     this.subject = options.subject;
-    this.replySubject = options.replySubject;
+    this.replyBase = options.replyBase;
     this.signal = options.signal;
     this.promise = new Promise<Frame>((resolve, reject) => {
       this.resolvePromise = resolve;
       this.rejectPromise = reject;
     });
-    if (options.onEnd) this.ends.push(options.onEnd);
-    if (this.signal?.aborted) {
-      this.onAbort();
-      return;
+    this.end1 = options.onEnd;
+    const signal = this.signal;
+    if (signal) {
+      const onAbort = (this.onAbort = () => this.reject(abortError(signal)));
+      if (signal.aborted) {
+        onAbort();
+        return;
+      }
+      signal.addEventListener('abort', onAbort, { once: true });
     }
-    this.signal?.addEventListener('abort', this.onAbort, { once: true });
     const timeoutMs = options.timeoutMs;
     if (timeoutMs) {
-      this.timer = setTimeout(() => this.reject(new RpcTimeoutError(`no reply on '${options.label}' within ${timeoutMs} ms`)), timeoutMs);
+      const label = options.label;
+      this.timer = setTimeout(() => this.reject(new RpcTimeoutError(`no reply on '${label}' within ${timeoutMs} ms`)), timeoutMs);
     }
+  }
+
+  /** Where its replies come (the mux inbox and the token). */
+  get replySubject(): string {
+    return this.replyBase + this.token;
   }
 
   /** True once answered, failed, timed out or aborted. */
@@ -82,7 +96,9 @@ export class PendingRequest {
    */
   whenDone(onEnd: OnEnd): void {
     if (this.settled) onEnd(new Error('the request is over'));
-    else this.ends.push(onEnd);
+    else if (this.end1 === undefined) this.end1 = onEnd;
+    else if (this.end2 === undefined) this.end2 = onEnd;
+    else (this.moreEnds ??= []).push(onEnd);
   }
 
   /** Answers the request with `reply`, taking its share; released at once when the request is already over. */
@@ -104,14 +120,20 @@ export class PendingRequest {
     if (this.settled) return false;
     this.settled = true;
     if (this.timer) clearTimeout(this.timer);
-    this.signal?.removeEventListener('abort', this.onAbort);
-    for (const onEnd of this.ends.splice(0)) {
-      try {
-        onEnd(error);
-      } catch {
-        // Letting go of one thing must not keep the request from settling or the rest from being let go.
-      }
-    }
+    if (this.onAbort) this.signal!.removeEventListener('abort', this.onAbort);
+    const { end1, end2, moreEnds } = this;
+    this.end1 = this.end2 = this.moreEnds = undefined;
+    if (end1) tell(end1, error);
+    if (end2) tell(end2, error);
+    if (moreEnds) for (const onEnd of moreEnds) tell(onEnd, error);
     return true;
+  }
+}
+
+function tell(onEnd: OnEnd, error: Error | undefined): void {
+  try {
+    onEnd(error);
+  } catch {
+    // Letting go of one thing must not keep the request from settling or the rest from being let go.
   }
 }

@@ -8,7 +8,7 @@
 import { PendingRequest, type PendingRequestOptions } from './pending-request.js';
 
 /** Options of {@link PendingRequests.open}. */
-export type OpenOptions = Omit<PendingRequestOptions, 'token' | 'replySubject'>;
+export type OpenOptions = Omit<PendingRequestOptions, 'token' | 'replyBase'>;
 
 /** The pending-request table of one mux inbox. */
 export class PendingRequests {
@@ -29,13 +29,17 @@ export class PendingRequests {
   /** A new request with a token of its own, in the table until it settles. */
   open(options: OpenOptions): PendingRequest {
     const token = (++this.nextToken).toString(36);
+    const onEnd = options.onEnd;
     const request = new PendingRequest({
-      ...options,
       token,
-      replySubject: this.base + token,
-      onEnd: (error) => {
+      subject: options.subject,
+      label: options.label,
+      replyBase: this.base,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      onEnd: onEnd === undefined ? () => this.byToken.delete(token) : (error) => {
         this.byToken.delete(token);
-        options.onEnd?.(error);
+        onEnd(error);
       },
     });
     // Aborted before it began: settled already, never in the table.

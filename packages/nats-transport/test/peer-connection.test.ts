@@ -1,0 +1,75 @@
+import test from 'ava';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { ConnectionPool, ReplySizeError } from '../src/direct/peer-connection.js';
+import { REPLY_HEADER_BYTES, REPLY_OK, replyHeader } from '../src/direct/direct-protocol.js';
+
+function body(size: number, seed: number): Buffer {
+  const bytes = Buffer.allocUnsafe(size);
+  for (let i = 0; i < size; i++) bytes[i] = (i * 7 + seed) % 251;
+  return bytes;
+}
+
+/** A data port that, once `requestBytes` bytes of requests have come, writes `pieces`, 20 ms apart. */
+async function scriptedPort(requestBytes: number, pieces: Buffer[]): Promise<{ port: number; close(): void }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    let got = 0;
+    socket.on('data', async (chunk: Buffer) => {
+      got += chunk.byteLength;
+      if (got < requestBytes) return;
+      for (const piece of pieces) {
+        socket.write(piece);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    });
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}
+
+test('peer connection - replies that share a read, split inside a header, refused or larger than one read each settle their own request', async (t) => {
+  const large = body(40_000, 3);
+  const stream = Buffer.concat([
+    replyHeader(1, REPLY_OK, 5), Buffer.from('hello'),
+    // Over request 2's limit: passed over, the connection stays in step.
+    replyHeader(2, REPLY_OK, 10), body(10, 1),
+    replyHeader(3, REPLY_OK, large.byteLength), large,
+    replyHeader(4, REPLY_OK, 0),
+    replyHeader(5, REPLY_OK, 3), Buffer.from('end'),
+  ]);
+  // Cut inside reply 3's header, inside its body, and inside reply 5's header.
+  const third = 2 * REPLY_HEADER_BYTES + 5 + 10;
+  const cuts = [third + 6, third + REPLY_HEADER_BYTES + 20_000, stream.byteLength - 3 - 7];
+  const pieces = [stream.subarray(0, cuts[0]), stream.subarray(cuts[0], cuts[1]), stream.subarray(cuts[1], cuts[2]), stream.subarray(cuts[2])];
+  const head = Buffer.alloc(8);
+  const port = await scriptedPort(5 * head.byteLength, pieces);
+  const pool = new ConnectionPool();
+  t.teardown(() => {
+    pool.close();
+    port.close();
+  });
+  const connection = pool.get('127.0.0.1', port.port);
+  const replies = [
+    connection.request(() => head),
+    connection.request(() => head, undefined, undefined, { max: 4 }),
+    connection.request(() => head),
+    connection.request(() => head),
+    connection.request(() => head),
+  ];
+  const [one, two, three, four, five] = await Promise.allSettled(replies);
+  t.is(one.status, 'fulfilled');
+  t.is(Buffer.from((one as PromiseFulfilledResult<{ data: { bytes: Uint8Array } }>).value.data.bytes).toString(), 'hello');
+  t.true(two.status === 'rejected' && two.reason instanceof ReplySizeError, 'the reply over its limit fails its request only');
+  t.true(three.status === 'fulfilled' && Buffer.from(three.value.data.bytes).equals(large), 'a body larger than one read arrives whole');
+  t.true(four.status === 'fulfilled' && four.value.data.byteLength === 0);
+  t.true(five.status === 'fulfilled' && Buffer.from(five.value.data.bytes).toString() === 'end');
+  t.false(connection.broken);
+});
