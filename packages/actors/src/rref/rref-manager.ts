@@ -7,7 +7,6 @@
  * that dies fails its RRefs' uses with RREF_OWNER_LOST. See docs/rref.md.
  * @module
  */
-import { AsyncResource } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { RRefError, SerializationError, WorkerUnavailableError, type TensorbusError } from '@tensorbus/core';
 import { errorFromWire, errorToWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
@@ -21,16 +20,12 @@ import { OwnerTable, type OwnerEntry } from './owner-table.js';
 import { sendReliably, type ReliableSender } from './reliable.js';
 import { DELETE_BATCH_MAX, DeleteBatches } from './delete-batches.js';
 import { CALL_FN, CHILD_ACCEPT, CREATE_FN, DELETE, FETCH_FN, FORK, type CreateSpec, type RRefWire } from './rref-protocol.js';
-import { creationFailed, RRef, type CreationLaunch, type HandleState, type RRefHost, type UserState } from './rref.js';
+import { creationFailed, RRef, type HandleState, type RRefHost, type UserState } from './rref.js';
 import { Budget } from './bounded-wait.js';
 import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { rrefBackward } from './rref-backward.js';
-import { forEachTensor } from '../tensors.js';
-
-/** Disposes every tensor in a value that arrived and that nobody will use. */
-function disposeTensors(value: unknown): void {
-  forEachTensor(value, (tensor) => tensor.dispose());
-}
+import { CreationLaunches } from './creation-launch.js';
+import { fetchBehindCreation, fetchWithCreation, type FetchAheadHost } from './fetch-ahead.js';
 
 /** Counts of `agent.rrefStats()`. */
 export interface RRefStats {
@@ -54,7 +49,7 @@ const OWED_PER_OWNER = 10_000;
 type Held = { kind: 'user'; forkId: string; flag: HandleState } | { kind: 'owner'; entry: OwnerEntry; flag: HandleState };
 
 /** The RRef side of one agent. */
-export class RRefManager implements RRefHost, PluginLifecycle {
+export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
   readonly owners: OwnerTable;
   private readonly users = new Map<string, UserState>();
   private readonly prefix = `${randomBytes(4).toString('hex')}`;
@@ -75,8 +70,8 @@ export class RRefManager implements RRefHost, PluginLifecycle {
 
   /** Acknowledged control messages to owners and parents (reliable.ts). */
   private readonly sender: ReliableSender;
-  /** User forks whose creation call waits for the end of the code that called `remote()`. */
-  private readonly launching = new Set<UserState>();
+  /** Creation calls waiting for the end of the code that called `remote()` (creation-launch.ts). */
+  private readonly launches = new CreationLaunches();
   /** Deletes on their way to owners, one message per owner per window. */
   private readonly deletes = new DeleteBatches((owner, forks) => sendReliably(this.sender, owner, { k: DELETE, forks }).then(() => undefined));
 
@@ -91,7 +86,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     host.onControl(DELETE, (m) => this.onDelete(m));
     // A call leaving this worker goes after the creations remote() made before it.
     host.tapCalls(() => {
-      if (this.launching.size > 0) this.launchAll();
+      if (this.launches.pending) this.launches.sendAll();
       return undefined;
     });
     // Calls wait for their RRef arguments to be usable, and let go of the RRefs they carried when they settle.
@@ -173,8 +168,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
       // Sent once the code that called remote() is done (a microtask), so that `remote()` + `toHere()` is one
       // exchange: the toHere() asks the creation to bring the value back. Anything this worker sends first (a
       // call, this RRef on the wire, its release) sends the creation before itself, so nothing overtakes it.
-      state.launch = this.launch(state, (wantsValue) => send(options, wantsValue));
-      created = state.launch.result;
+      created = this.launches.start(state, (wantsValue) => send(options, wantsValue)).result;
       state.creating = true;
     } else {
       // One timeout for the wait and the creation together.
@@ -183,37 +177,6 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     }
     this.confirmWhen(state, created, true);
     return this.userHandle<T>(state);
-  }
-
-  /** The creation of `state` about to be sent by `send`, in the async scope of the `remote()` that made it. */
-  private launch(state: UserState, send: (wantsValue: boolean) => Promise<unknown>): CreationLaunch {
-    let settle!: { resolve: (value: unknown) => void; reject: (error: unknown) => void };
-    // Sent from remote()'s async scope (its autograd context, the call it serves), wherever go() is called from.
-    const scope = new AsyncResource('tb.rref.create');
-    const launch: CreationLaunch = {
-      wantsValue: false,
-      abandoned: false,
-      result: new Promise<unknown>((resolve, reject) => (settle = { resolve, reject })),
-      go: () => {
-        if (state.launch !== launch) return;
-        state.launch = undefined;
-        this.launching.delete(state);
-        try {
-          scope.runInAsyncScope(send, undefined, launch.wantsValue).then(settle.resolve, settle.reject);
-        } catch (error) {
-          settle.reject(error);
-        }
-      },
-    };
-    launch.result.then((value) => launch.abandoned && disposeTensors(value), () => undefined);
-    this.launching.add(state);
-    queueMicrotask(launch.go);
-    return launch;
-  }
-
-  /** Sends every creation still waiting for its microtask (something else is about to be sent). */
-  private launchAll(): void {
-    for (const state of [...this.launching]) state.launch?.go();
   }
 
   /** An owner handle on `entry` (one more local reference). */
@@ -262,7 +225,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
   }
 
   /** The budget of an operation with `options` (the agent's default timeout when none is given). */
-  private budget(options: CallOptions): Budget {
+  budget(options: CallOptions): Budget {
     return Budget.of(options, this.host.options.rpcTimeoutMs);
   }
 
@@ -319,8 +282,8 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     this.host.checkRunning();
     rref.checkUsable();
     const user = rref.user;
-    if (readOnly && user?.launch && !user.launch.wantsValue) return this.withCreation(user, user.launch, options);
-    if (readOnly && user && !user.confirmed && user.creating) return this.pipelined(user, options, call);
+    if (readOnly && user?.launch && !user.launch.wantsValue) return fetchWithCreation(this, user, user.launch, options);
+    if (readOnly && user && !user.confirmed && user.creating) return fetchBehindCreation(this, user, options, call);
     let rest = options;
     // Nothing is sent before the RRef is usable: a use that timed out while waiting must not run later.
     if (user && !user.confirmed) {
@@ -334,74 +297,25 @@ export class RRefManager implements RRefHost, PluginLifecycle {
       rref.checkUsable();
       rest = budget.rest(options);
     }
-    return this.toOwner(rref, rest, call);
-  }
-
-  /**
-   * A fetch made before the creation call of `remote()` went out: the
-   * creation brings the value back with its reply (one exchange, no fetch).
-   * Within the fetch's own timeout; a value that comes after it is disposed.
-   */
-  private async withCreation(user: UserState, launch: CreationLaunch, options: CallOptions): Promise<unknown> {
-    launch.wantsValue = true;
-    try {
-      return await this.budget(options).wait(launch.result, () => `the creation of RRef ${user.rrefId}`);
-    } catch (error) {
-      launch.abandoned = true;
-      // The confirmation's handlers ran first (registered first): a failed creation says so.
-      throw user.failure ?? error;
-    }
-  }
-
-  /**
-   * A fetch of a value this worker's `remote()` is still creating (its
-   * creation call is on its way) [PyTorch: a fetch that reaches the owner
-   * before the creation waits for it]: sent at once, right behind the
-   * creation, so `remote()` + `toHere()` cost one round trip instead of two.
-   * The owner answers it once the value is made. Only reads go ahead like
-   * this: a method call waits for the creation's acknowledgement, so that a
-   * use that timed out meanwhile never runs on the value.
-   *
-   * The value counts only once the creation is acknowledged (its reply comes
-   * first, on the same route): a creation that failed or timed out fails the
-   * fetch with RREF_CREATION_FAILED and the value is let go. A fetch that
-   * overtook its creation (the two went different ways, or the creation waits
-   * for RRefs among its arguments) finds no value and changes nothing: it is
-   * sent again once the creation is acknowledged.
-   */
-  private async pipelined(user: UserState, options: CallOptions, call: (rest: CallOptions) => Promise<unknown>): Promise<unknown> {
-    const budget = this.budget(options);
-    let result: unknown;
-    try {
-      result = await call(options);
-    } catch (error) {
-      await budget.wait(user.confirmation, () => `the creation of RRef ${user.rrefId}`);
-      if (user.failure) throw user.failure;
-      const overtaken = error instanceof RRefError && error.code === 'RREF_OWNER_LOST' && user.confirmed;
-      if (!overtaken) throw error instanceof WorkerUnavailableError ? (user.failure = ownerLost(user, error)) : error;
-      return this.toOwner({ user }, budget.rest(options), call);
-    }
-    try {
-      await budget.wait(user.confirmation, () => `the creation of RRef ${user.rrefId}`);
-      if (user.failure) throw user.failure;
-    } catch (error) {
-      disposeTensors(result);
-      throw error;
-    }
-    return result;
+    return this.toOwner(user, rest, call);
   }
 
   /** Runs `call` on the owner, turning the owner's disappearance into RREF_OWNER_LOST. */
-  private async toOwner(rref: Pick<RRef<unknown>, 'user'>, rest: CallOptions, call: (rest: CallOptions) => Promise<unknown>): Promise<unknown> {
+  async toOwner(user: UserState | undefined, rest: CallOptions, call: (rest: CallOptions) => Promise<unknown>): Promise<unknown> {
     try {
       return await call(rest);
     } catch (error) {
-      if (error instanceof WorkerUnavailableError && rref.user) {
-        rref.user.failure = ownerLost(rref.user, error);
-        throw rref.user.failure;
+      if (error instanceof WorkerUnavailableError && user) {
+        user.failure = ownerLost(user, error);
+        throw user.failure;
       }
       throw error;
     }
+  }
+
+  /** The error of a use whose owner went away. */
+  ownerLost(user: UserState, cause: unknown): TensorbusError {
+    return ownerLost(user, cause);
   }
 
   // ---- releasing -------------------------------------------------------------
