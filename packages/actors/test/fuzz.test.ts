@@ -15,7 +15,7 @@ import { defaultCodec, tf } from '@tensorbus/core';
 import { connectRawNats, natsHeaders, type RawNatsConnection } from '@tensorbus/nats-transport/testing';
 import { add, countTo, echo, Counter } from './fixtures/functions.js';
 import { rrefValue } from './fixtures/rref-functions.js';
-import { memoryHere, rrefStatsHere, stop, tensorsHere } from './fixtures/worker-functions.js';
+import { memoryHere, rrefCountsHere, rrefStatsHere, stop, tensorsHere } from './fixtures/worker-functions.js';
 import { hostileCall, hostileControl, hostileFrame, mutate, Random } from './fuzz/hostile-messages.js';
 import { startProcessGroup, TIMING, stopProcessGroups } from './process-group.js';
 
@@ -109,6 +109,12 @@ test.serial('fuzz - 10,000 hostile NATS messages and 3,000 data-port frames: the
     await new Promise<void>((resolve, reject) => agent.rpcStream('p1', countTo, [3, 'fuzz']).subscribe({ complete: resolve, error: reject }));
     await counter.release();
     await mine.release();
+    // Deletes and context releases go in the background: captured once the worker has dropped what they free.
+    for (let i = 0; i < 200; i++) {
+      const held = await agent.rpcSync('p1', rrefCountsHere, []);
+      if (held.owners === 0 && held.users === 0 && agent.rrefStats().owners === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
     capture.unsubscribe();
     t.true(samples.length > 10, `captured ${samples.length} well-formed messages`);
 
