@@ -5,11 +5,11 @@
  * back, or the fetch goes right behind it.
  * @module
  */
-import { RRefError, WorkerUnavailableError, type TensorbusError } from '@tensorbus/core';
+import { RRefError, WorkerUnavailableError } from '@tensorbus/core';
 import type { CallOptions } from '../agent/host.js';
 import type { Budget } from './bounded-wait.js';
 import { disposeTensors } from './creation-launch.js';
-import type { CreationLaunch, UserState } from './rref.js';
+import { ownerLost, type CreationLaunch, type UserState } from './rref.js';
 
 /** What the fetches need of their RRef manager. */
 export interface FetchAheadHost {
@@ -17,8 +17,6 @@ export interface FetchAheadHost {
   budget(options: CallOptions): Budget;
   /** Runs `call` on the owner, turning the owner's disappearance into RREF_OWNER_LOST. */
   toOwner(user: UserState, rest: CallOptions, call: (rest: CallOptions) => Promise<unknown>): Promise<unknown>;
-  /** The error of a use whose owner went away. */
-  ownerLost(user: UserState, cause: unknown): TensorbusError;
 }
 
 /**
@@ -59,7 +57,7 @@ export async function fetchBehindCreation(host: FetchAheadHost, user: UserState,
     await budget.wait(user.confirmation, () => `the creation of RRef ${user.rrefId}`);
     if (user.failure) throw user.failure;
     const overtaken = error instanceof RRefError && error.code === 'RREF_OWNER_LOST' && user.confirmed;
-    if (!overtaken) throw error instanceof WorkerUnavailableError ? (user.failure = host.ownerLost(user, error)) : error;
+    if (!overtaken) throw error instanceof WorkerUnavailableError ? (user.failure = ownerLost(user, error)) : error;
     return host.toOwner(user, budget.rest(options), call);
   }
   try {

@@ -8,7 +8,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { RRefError, SerializationError, WorkerUnavailableError, type TensorbusError } from '@tensorbus/core';
+import { RRefError, SerializationError, WorkerUnavailableError } from '@tensorbus/core';
 import { errorFromWire, errorToWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
 import type { CallerIdentity } from '../agent/call-context.js';
 import type { ControlMessage } from '../agent/control.js';
@@ -20,7 +20,7 @@ import { OwnerTable, type OwnerEntry } from './owner-table.js';
 import { sendReliably, type ReliableSender } from './reliable.js';
 import { DELETE_BATCH_MAX, DeleteBatches } from './delete-batches.js';
 import { CALL_FN, CHILD_ACCEPT, CREATE_FN, DELETE, FETCH_FN, FORK, type CreateSpec, type RRefWire } from './rref-protocol.js';
-import { creationFailed, RRef, type HandleState, type RRefHost, type UserState } from './rref.js';
+import { creationFailed, ownerLost, RRef, type HandleState, type RRefHost, type UserState } from './rref.js';
 import { Budget } from './bounded-wait.js';
 import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { rrefBackward } from './rref-backward.js';
@@ -311,11 +311,6 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
       }
       throw error;
     }
-  }
-
-  /** The error of a use whose owner went away. */
-  ownerLost(user: UserState, cause: unknown): TensorbusError {
-    return ownerLost(user, cause);
   }
 
   // ---- releasing -------------------------------------------------------------
@@ -651,9 +646,4 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
   private gone(worker: string): boolean {
     return this.host.members.departure(worker) !== undefined;
   }
-}
-
-function ownerLost(state: UserState, cause: unknown): TensorbusError {
-  if (cause instanceof RRefError && cause.code === 'RREF_OWNER_LOST') return cause;
-  return new RRefError('RREF_OWNER_LOST', `the owner '${state.owner}' of RRef ${state.rrefId} is gone`, { cause });
 }

@@ -296,6 +296,12 @@ export class RRef<T = unknown> implements ArrivesAsItself {
   }
 }
 
+/** The error for a use of `state` whose owner went away (an RREF_OWNER_LOST cause is kept as it is). */
+export function ownerLost(state: UserState, cause: unknown): RRefError {
+  if (cause instanceof RRefError && cause.code === 'RREF_OWNER_LOST') return cause;
+  return new RRefError('RREF_OWNER_LOST', `the owner '${state.owner}' of RRef ${state.rrefId} is gone`, { cause });
+}
+
 /** The error for a value whose creation failed. */
 export function creationFailed(rrefId: string, cause: unknown): RRefError {
   // A refusal for a peer's bound keeps its own code: the caller acts on it (release some RRefs).
