@@ -7,13 +7,8 @@
  * @module
  */
 import { AsyncResource } from 'node:async_hooks';
-import { forEachTensor } from '../tensors.js';
+import { disposeTransient } from '../tensors.js';
 import type { CreationLaunch, UserState } from './rref.js';
-
-/** Disposes every tensor in a value that arrived and that nobody will use. */
-export function disposeTensors(value: unknown): void {
-  forEachTensor(value, (tensor) => tensor.dispose());
-}
 
 /** The creations of one worker that wait for the end of the code that called `remote()`. */
 export class CreationLaunches {
@@ -48,7 +43,7 @@ export class CreationLaunches {
       },
     };
     // A value brought back for a toHere() that gave up meanwhile is let go.
-    launch.result.then((value) => launch.abandoned && disposeTensors(value), () => undefined);
+    launch.result.then((value) => launch.abandoned && disposeTransient(value), () => undefined);
     state.launch = launch;
     this.waiting.add(state);
     queueMicrotask(launch.go);

@@ -8,7 +8,7 @@
 import { RRefError, WorkerUnavailableError } from '@tensorbus/core';
 import type { CallOptions } from '../agent/host.js';
 import type { Budget } from './bounded-wait.js';
-import { disposeTensors } from './creation-launch.js';
+import { disposeTransient } from '../tensors.js';
 import { ownerLost, type CreationLaunch, type UserState } from './rref.js';
 
 /** What the fetches need of their RRef manager. */
@@ -64,7 +64,7 @@ export async function fetchBehindCreation(host: FetchAheadHost, user: UserState,
     await budget.wait(user.confirmation, () => `the creation of RRef ${user.rrefId}`);
     if (user.failure) throw user.failure;
   } catch (error) {
-    disposeTensors(result);
+    disposeTransient(result);
     throw error;
   }
   return result;
