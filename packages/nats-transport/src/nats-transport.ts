@@ -36,6 +36,7 @@ import type { BeaconConnectionOptions } from './beacon/beacon-protocol.js';
 import { DEFAULT_CHUNK_TIMEOUT_MS, HEADROOM } from './chunks/chunk-protocol.js';
 import { isAnnouncement, readAnnouncement, receiveChunked, sendPull } from './chunks/chunk-receiver.js';
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
+import { checkBusyPollUs } from './direct/busy-poll.js';
 import { DirectPlane, type DirectStats } from './direct/direct-plane.js';
 import { H_ROUTE } from './direct/direct-protocol.js';
 import { connectError, permissionError, tlsError } from './errors.js';
@@ -423,6 +424,7 @@ export async function natsTransport(options: NatsTransportOptions = {}): Promise
   // Checked before anything is opened: a refused namespace leaves no connection behind.
   if (options.namespace) checkSubject(options.namespace, 'subject');
   if (options.inboxPrefix !== undefined) checkSubject(options.inboxPrefix, 'reply subject');
+  if (options.direct && options.direct.busyPollUs !== undefined) checkBusyPollUs(options.direct.busyPollUs);
   const connection = connectionOptions(options);
   const directOff = options.direct === false || process.env.TENSORBUS_DIRECT === '0';
   const nc = await connectReporting(connection, options.tls !== undefined);

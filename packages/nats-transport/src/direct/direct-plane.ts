@@ -8,6 +8,7 @@ import type { Frame, FrameSink, Payload } from '@tensorbus/core';
 import { useBufferSource } from '@tensorbus/core/internal';
 import { SharedSegments } from '../shm/shared-segments.js';
 import { loadShm } from '../shm/shm-native.js';
+import { busyPoll } from './busy-poll.js';
 import { DirectCaller, RouteUnavailableError } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
 import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, isLoopback, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
@@ -100,6 +101,7 @@ export class DirectPlane {
    * Opens the data port (see {@link DirectPlaneLimits} for the rest).
    */
   static async start(options: DirectOptions, { stallTimeoutMs, maxTransferBytes = 2 ** 31 - 1, confined = false }: DirectPlaneLimits): Promise<DirectPlane> {
+    if (options.busyPollUs !== undefined) busyPoll.windowUs = options.busyPollUs;
     const segments = options.sharedMemory === false ? undefined : processSegments();
     let listen = options;
     if (confined && !(isLoopback(options.host ?? '127.0.0.1') && isLoopback(options.advertise ?? options.host ?? '127.0.0.1'))) {

@@ -28,6 +28,7 @@ import {
 } from './direct-protocol.js';
 import { FrameWriter } from './frame-writer.js';
 import { RequestParser, type DirectRequest } from './request-parser.js';
+import { busyPoll } from './busy-poll.js';
 
 /** Fetches an offered payload (the transport's DirectClient), resolving with the caller's frame. */
 export type Fetcher = (offer: DirectOffer, size: number) => Promise<Frame>;
@@ -206,6 +207,7 @@ export class DirectServer {
     this.conns.set(socket, conn);
     this.sweepSoon();
     socket.on('data', (chunk: Buffer) => {
+      busyPoll.received();
       conn.active = true;
       try {
         parser.feed(chunk);
@@ -382,6 +384,8 @@ export class DirectServer {
       this.streamedSent++;
       onWritten?.();
     };
+    // The peer that called may well call again at once.
+    busyPoll.sent();
     return this.writers.get(socket)?.write(replyHeader(id, status, body.byteLength), body, written) ?? false;
   }
 }

@@ -11,6 +11,7 @@ import { acquireFrame } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
 import type { SocketEnds } from '../shm/socket-peer.js';
 import { COALESCE_BYTES, OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE, REPLY_SHM } from './direct-protocol.js';
+import { busyPoll } from './busy-poll.js';
 
 /** How long a connection may take to open, ms. */
 const CONNECT_TIMEOUT_MS = 2_000;
@@ -166,6 +167,7 @@ export class PeerConnection {
     return new Promise<PeerReply>((resolve, reject) => {
       this.pending.set(id, { resolve, reject, replySink, limit });
       this.armStall();
+      busyPoll.sent();
       if (!payload || payload.byteLength < COALESCE_BYTES) {
         this.socket.write(payload ? Buffer.concat([frame, payload.bytes]) : frame);
         return;
@@ -229,6 +231,7 @@ export class PeerConnection {
 
   private onRead(n: number): boolean {
     if (this.broken) return false;
+    busyPoll.received();
     try {
       return this.staged ? this.consumeStaged(n) : this.consume(n);
     } catch (error) {

@@ -1,0 +1,92 @@
+import test, { type ExecutionContext } from 'ava';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Frame, InvalidArgumentError } from '@tensorbus/core';
+import { natsTransport } from '../src/index.js';
+import type { NatsTransport } from '../src/internal.js';
+import { busyPoll, MAX_BUSY_POLL_US } from '../src/direct/busy-poll.js';
+import { sharedNatsServer } from '../src/testing/index.js';
+
+const RESPONDER = fileURLToPath(new URL('./fixtures/paced-responder.js', import.meta.url));
+const SLOW_MS = 25;
+const WINDOW_US = 10_000;
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A requester in this process (polling windows of {@link WINDOW_US}) and the paced responder in its own, routes learnt. */
+async function requesterAndResponder(t: ExecutionContext): Promise<NatsTransport> {
+  const url = (await sharedNatsServer()).url;
+  const namespace = `bp${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
+  const child = spawn(process.execPath, [RESPONDER, url, namespace, String(SLOW_MS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => child.kill('SIGKILL'));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
+    child.once('exit', (code) => reject(new Error(`responder exited with ${code}`)));
+  });
+  const requester = (await natsTransport({ servers: url, namespace, direct: { busyPollUs: WINDOW_US } })) as NatsTransport;
+  t.teardown(() => requester.close());
+  for (const subject of ['fast', 'slow']) (await requester.request(subject, Frame.of(new Uint8Array([0])), { timeoutMs: 10_000 })).release();
+  return requester;
+}
+
+async function requests(requester: NatsTransport, subject: string, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) (await requester.request(subject, Frame.of(new Uint8Array([i & 0xff])), { timeoutMs: 10_000 })).release();
+}
+
+async function stopsPolling(t: ExecutionContext): Promise<void> {
+  const until = Date.now() + 1_000;
+  while (busyPoll.active && Date.now() < until) await delay(5);
+  t.false(busyPoll.active, 'the loop is not kept polling once nothing is sent');
+}
+
+// Polling is the process's: these tests run one at a time.
+test.serial('busy poll - answers that land inside the window keep it open, and it ends once the calls stop', async (t) => {
+  const requester = await requesterAndResponder(t);
+  const before = busyPoll.stats();
+  const direct = requester.directStats.calls;
+  await requests(requester, 'fast', 300);
+  t.is(requester.directStats.calls - direct, 300, 'every request took the direct route');
+  await stopsPolling(t);
+  const after = busyPoll.stats();
+  t.true(after.hits > before.hits, 'the window saw its answers');
+  t.is(after.skipped, before.skipped, 'nothing was skipped: polling paid off');
+});
+
+test.serial('busy poll - a caller whose answers come later than the window backs off and spends little CPU waiting', async (t) => {
+  const requester = await requesterAndResponder(t);
+  const before = busyPoll.stats();
+  const cpu = process.cpuUsage();
+  const calls = 40;
+  await requests(requester, 'slow', calls);
+  const used = process.cpuUsage(cpu);
+  const after = busyPoll.stats();
+  const windows = after.hits + after.misses - before.hits - before.misses;
+  const skipped = after.skipped - before.skipped;
+  t.true(windows <= 10, `windows opened: ${windows} of ${calls} sends`);
+  t.true(skipped >= calls - 10, `sends that opened no window: ${skipped}`);
+  // Without backing off every call would poll its whole window: 40 x 10 ms of CPU.
+  const cpuMs = (used.user + used.system) / 1000;
+  t.true(cpuMs < (calls * WINDOW_US) / 1000 / 2, `CPU while waiting: ${cpuMs.toFixed(0)} ms`);
+  await stopsPolling(t);
+});
+
+test.serial('busy poll - polling starts again once answers come quickly after a slow spell', async (t) => {
+  const requester = await requesterAndResponder(t);
+  await requests(requester, 'slow', 12);
+  const backedOff = busyPoll.stats();
+  t.true(backedOff.skipped > 0, 'the slow spell backed polling off');
+  // What is left of the backoff (at most MAX_SKIP sends, far fewer here) is used up, then a window hits.
+  await requests(requester, 'fast', 200);
+  const resumed = busyPoll.stats();
+  await requests(requester, 'fast', 100);
+  const after = busyPoll.stats();
+  t.true(resumed.hits > backedOff.hits, 'a window saw answers again');
+  t.is(after.skipped, resumed.skipped, 'every later send polls');
+  await stopsPolling(t);
+});
+
+test('busy poll - a window out of range is refused before anything connects', async (t) => {
+  for (const busyPollUs of [-1, MAX_BUSY_POLL_US + 1, Number.NaN, Number.POSITIVE_INFINITY]) {
+    await t.throwsAsync(natsTransport({ servers: 'nats://127.0.0.1:1', direct: { busyPollUs } }), { instanceOf: InvalidArgumentError, message: /busyPollUs/ });
+  }
+});
