@@ -42,11 +42,14 @@ test('bench doc - a recorded full run writes tables, chart and sentences whose f
   const row = text.split('\n').find((line) => line.startsWith('| identity 4 MB |'))!;
   t.is(row.split(' | ')[1], nats4, 'the table quotes the same 4 MB figure');
   const quoted = [...text.matchAll(/4 MB[^|\n]*?(\d[\d.]*) ms/g)].map((m) => `${m[1]} ms`);
-  // The two-host figures are other systems' (tensorbus and PyTorch between two hosts).
-  const others = [torch4, asTime(median('4MB', 'tensorbus-2hosts')), asTime(median('4MB', 'pytorch-2hosts'))];
+  // The two-host figures are other systems' (tensorbus and PyTorch between two hosts), as is the one with busy polling off.
+  const others = [torch4, asTime(median('4MB', 'tensorbus-2hosts')), asTime(median('4MB', 'pytorch-2hosts')), asTime(median('4MB', 'tensorbus-nats-nopoll'))];
   t.deepEqual([...new Set(quoted.filter((q) => !others.includes(q)))], [nats4], 'one tensorbus 4 MB figure in the whole generated part');
   const noop = asTime(median('noop', 'tensorbus-nats'));
   t.true(text.includes(`**No-op round trip:** ${noop} against`), `no-op ${noop}`);
+  const noPoll = asTime(median('noop', 'tensorbus-nats-nopoll'));
+  t.true(text.includes(`**Busy polling off** (\`TENSORBUS_BUSY_POLL_US=0\`, same run): no-op ${noPoll},`), `no-op without polling ${noPoll}`);
+  t.true(row.split(' | ')[2] === asTime(median('4MB', 'tensorbus-nats-nopoll')), 'the table has a column for the run without polling, beside the default');
   // Ten ratio targets and the peak memory of the driver and the callee.
   const failed = targets.filter((x) => x.system === 'tensorbus-nats' && x.status !== 'PASS').length;
   t.true(text.includes(`over NATS (two processes, the deployment): ${12 - failed} of 12 targets pass`), 'the summary counts the targets of the run');

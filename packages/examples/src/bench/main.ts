@@ -30,7 +30,7 @@ import { writePerformanceDoc } from './report/performance-doc.js';
 import { evaluateTargets } from './report/targets.js';
 import type { BenchReport, CaseResult, GrowthRecord, MissingSystem, PeakRecord } from './results.js';
 import { Progress, runCase, runPeakCase, runPytorchLatency, runPytorchProtocols, runPytorchRate } from './runner.js';
-import { startNodeSystem, type NodeSystem, type NodeSystemId } from './systems/node-systems.js';
+import { runsCase, startNodeSystem, type NodeSystem, type NodeSystemId } from './systems/node-systems.js';
 import { PYTORCH_MISSING, torchAvailability } from './systems/pytorch.js';
 import { SYSTEM_IDS, SYSTEM_LABELS, TWO_HOST_SYSTEMS } from './systems/system-ids.js';
 import { runTwoHosts } from './two-hosts.js';
@@ -68,7 +68,7 @@ if (options.systems.has('pytorch') || options.systems.has('pytorch-2hosts')) {
 }
 
 let nats: NatsServer | undefined;
-if (options.systems.has('tensorbus-nats') || options.systems.has('nats')) {
+if (options.systems.has('tensorbus-nats') || options.systems.has('tensorbus-nats-nopoll') || options.systems.has('nats')) {
   nats = await startNatsServer({ maxPayload: NATS_MAX_PAYLOAD });
   console.log(`nats-server ${versionInfo['nats-server'] ?? ''} on ${nats.url}, max_payload ${NATS_MAX_PAYLOAD / (1 << 20)} MB`);
 }
@@ -103,7 +103,7 @@ const tensorsBefore = await tensorCounts();
 const wanted = CASES.filter((c) => options.cases.has(c.id));
 const mainCases = wanted.filter((c) => c.bytes !== PEAK_MEMORY_BYTES);
 const peakCase = wanted.find((c) => c.bytes === PEAK_MEMORY_BYTES);
-const runs = (c: BenchCase) => systems.filter((s) => s.kinds.has(c.kind)).length;
+const runs = (c: BenchCase) => systems.filter((s) => runsCase(s, c)).length;
 const twoHostCases = wanted.filter((c) => TWO_HOST_CASE_IDS.includes(c.id));
 const twoHostTensorbus = options.systems.has('tensorbus-2hosts') && twoHostCases.length > 0;
 const progress = new Progress(mainCases.length + (peakCase ? runs(peakCase) : 0) + (twoHostTensorbus ? twoHostCases.length : 0));
@@ -159,7 +159,7 @@ console.log(`tensors alive in the tensorbus processes: ${JSON.stringify(liveTens
 //    system stops right after, so the next does not share the machine with
 //    its multi-GB heaps.
 for (const system of systems) {
-  if (peakCase && system.kinds.has(peakCase.kind)) {
+  if (peakCase && runsCase(system, peakCase)) {
     const { result, peaks: measured } = await runPeakCase(system, peakCase, options.quick, progress);
     results.push(result);
     peaks.push(...measured);

@@ -4,7 +4,7 @@
  *   --quick             small repetition counts, no 400 MB case (a smoke test)
  *   --only a,b,...      cases to run: noop, 4KB, 1MB, 4MB, 40MB, 400MB (or identity: all sizes),
  *                       async, rref, autograd, growth
- *   --systems a,b,...   systems to run: tensorbus-nats, tensorbus-local, nats, grpc, tcp, pytorch
+ *   --systems a,b,...   systems to run: tensorbus-nats, tensorbus-nats-nopoll, tensorbus-local, nats, grpc, tcp, pytorch
  *   --out <dir>         where the JSON, markdown and SVG go (default out/bench)
  *   --doc <file>        the markdown whose generated part the run rewrites (default docs/performance.md
  *                       of this repository); only a full run writes it

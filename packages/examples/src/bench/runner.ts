@@ -10,7 +10,7 @@ import { resetPeak, statusBytes } from './process/memory.js';
 import { formatDetail, formatRate, formatTime } from './report/format.js';
 import type { CaseResult, PeakRecord } from './results.js';
 import { median, summarize, type LatencySamples, type RateRounds } from './stats.js';
-import type { NodeSystem } from './systems/node-systems.js';
+import { runsCase, type NodeSystem } from './systems/node-systems.js';
 import { runAnchorScript, type AnchorLine } from './systems/pytorch.js';
 import { SYSTEM_LABELS, type SystemId } from './systems/system-ids.js';
 
@@ -71,7 +71,7 @@ function toResult(c: BenchCase, system: SystemId, got: Collected): CaseResult {
  */
 export async function runCase(c: BenchCase, systems: NodeSystem[], quick: boolean, progress: Progress): Promise<CaseResult[]> {
   const plan = casePlan(c, quick);
-  const runners = systems.filter((s) => s.kinds.has(c.kind));
+  const runners = systems.filter((s) => runsCase(s, c));
   const collected = new Map<SystemId, Collected>(runners.map((s) => [s.id, { samplesMs: [], rounds: [], timeouts: 0 }]));
   for (let b = 0; b < plan.blocks; b++) {
     progress.block(c.title, b, plan.blocks);

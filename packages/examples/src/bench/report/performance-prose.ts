@@ -15,6 +15,7 @@ export const PROSE_TEMPLATE = [
   'In short, over NATS (two processes, the deployment): {{targets_summary}} Between two hosts: {{hosts_summary}}',
   '',
   '- **No-op round trip:** {{nats_noop}} against PyTorch RPC\'s {{torch_noop}} ({{noop_vs_torch}}; target ≤0.5x), raw TCP\'s {{tcp_noop}} ({{noop_vs_tcp}}; target ≤2x) and raw NATS\'s {{raw_nats_noop}} ({{noop_vs_nats}}; target ≤1.2x).',
+  '- **Busy polling off** (`TENSORBUS_BUSY_POLL_US=0`, same run): no-op {{nopoll_noop}}, 4 MB {{nopoll_4mb}}, RRef cycle {{nopoll_rref}}, autograd step {{nopoll_autograd}}; its ratio to PyTorch RPC\'s no-op {{nopoll_noop_vs_torch}} and to raw TCP\'s {{nopoll_noop_vs_tcp}}.',
   '- **4 MB identity:** {{nats_4mb}} against PyTorch RPC\'s {{torch_4mb}}: {{tput_4mb_vs_torch}} its throughput (target ≥1.0x), and {{tput_4mb_vs_grpc}} gRPC-js\'s (target ≥3x).',
   '- **400 MB identity:** {{nats_400mb}} against PyTorch RPC\'s {{torch_400mb}}: {{tput_400mb_vs_torch}} its throughput (target ≥1.0x), and {{tput_400mb_vs_grpc}} gRPC-js\'s (target ≥3x).',
   '- **Small async calls, 64 in flight:** {{nats_async}} against PyTorch RPC\'s {{torch_async}} ({{async_vs_torch}}; target ≥2x).',
@@ -40,6 +41,11 @@ function growth(records: GrowthRecord[], system: SystemId, pick: (g: GrowthRecor
   const one = records.find((g) => g.system === system && g.workers === 1);
   const most = records.filter((g) => g.system === system).sort((a, b) => b.workers - a.workers)[0];
   return one && most ? `${(pick(most) / pick(one)).toFixed(1)}x` : 'n/a';
+}
+
+/** `mine`'s median time ÷ `peer`'s, as a ratio ('n/a' without both). */
+function quotient(mine: CaseResult | undefined, peer: CaseResult | undefined): string {
+  return formatRatio((mine?.medianMs ?? Number.NaN) / (peer?.medianMs ?? Number.NaN));
 }
 
 /** "all 12 targets pass." or how many pass, which missed (with the ratio), how many are unevaluated. */
@@ -88,6 +94,12 @@ export function proseValues(report: BenchReport, targets: TargetOutcome[]): Reco
     noop_vs_tcp: target('noop', 'raw TCP'),
     raw_nats_noop: time('noop', 'nats'),
     noop_vs_nats: target('noop', 'raw NATS'),
+    nopoll_noop: time('noop', 'tensorbus-nats-nopoll'),
+    nopoll_4mb: time('4MB', 'tensorbus-nats-nopoll'),
+    nopoll_rref: rate('rref', 'tensorbus-nats-nopoll'),
+    nopoll_autograd: time('autograd', 'tensorbus-nats-nopoll'),
+    nopoll_noop_vs_torch: quotient(find('noop', 'tensorbus-nats-nopoll'), find('noop', 'pytorch')),
+    nopoll_noop_vs_tcp: quotient(find('noop', 'tensorbus-nats-nopoll'), find('noop', 'tcp')),
     nats_4mb: time('4MB', 'tensorbus-nats'),
     torch_4mb: time('4MB', 'pytorch'),
     tput_4mb_vs_torch: target('4MB', 'PyTorch RPC'),

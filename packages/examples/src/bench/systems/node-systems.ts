@@ -22,8 +22,10 @@ export interface NodeSystem {
   caller: BenchChild;
   /** Every process involved, the shared nats-server included. */
   processes: SystemProcess[];
-  /** The cases it can run. */
+  /** The kinds of case it can run. */
   kinds: ReadonlySet<CaseKind>;
+  /** The only cases it runs, by id (undefined: every case of its kinds). */
+  caseIds?: ReadonlySet<string>;
   stop(): Promise<void>;
 }
 
@@ -32,6 +34,14 @@ export interface NatsEndpoint {
   url: string;
   pid: number;
 }
+
+/** True when `system` runs case `c`. */
+export function runsCase(system: NodeSystem, c: { id: string; kind: CaseKind }): boolean {
+  return system.kinds.has(c.kind) && (system.caseIds === undefined || system.caseIds.has(c.id));
+}
+
+/** What the reference system without busy polling runs: the cases a poll window can matter to. */
+const NO_POLL_CASES: ReadonlySet<string> = new Set(['noop', '4KB', '4MB', 'rref', 'autograd']);
 
 const PEER_KINDS: ReadonlySet<CaseKind> = new Set(['latency', 'rate']);
 const TENSORBUS_KINDS: ReadonlySet<CaseKind> = new Set(['latency', 'rate', 'rref', 'autograd']);
@@ -70,14 +80,17 @@ export async function startNodeSystem(id: NodeSystemId, nats: NatsEndpoint | und
     return { NATS_URL: nats.url };
   };
   switch (id) {
-    case 'tensorbus-nats': {
-      const callee = await BenchChild.start({ label: 'tensorbus callee', script: 'systems/tensorbus-callee.js', env: natsEnv() });
-      const caller = await BenchChild.start({ label: 'tensorbus driver', script: 'systems/tensorbus-caller.js', args: ['--transport', 'nats'], env: natsEnv() });
-      return system(id, caller, [callee], TENSORBUS_KINDS, [
+    case 'tensorbus-nats':
+    case 'tensorbus-nats-nopoll': {
+      const env = id === 'tensorbus-nats' ? natsEnv() : { ...natsEnv(), TENSORBUS_BUSY_POLL_US: '0' };
+      const callee = await BenchChild.start({ label: id === 'tensorbus-nats' ? 'tensorbus callee' : 'tensorbus callee (no polling)', script: 'systems/tensorbus-callee.js', env });
+      const caller = await BenchChild.start({ label: id === 'tensorbus-nats' ? 'tensorbus driver' : 'tensorbus driver (no polling)', script: 'systems/tensorbus-caller.js', args: ['--transport', 'nats'], env });
+      const started = system(id, caller, [callee], TENSORBUS_KINDS, [
         { role: 'driver', pid: caller.pid },
         { role: 'callee', pid: callee.pid },
         { role: 'nats-server', pid: nats!.pid },
       ]);
+      return id === 'tensorbus-nats' ? started : { ...started, caseIds: NO_POLL_CASES };
     }
     case 'tensorbus-local': {
       const caller = await BenchChild.start({ label: 'tensorbus local', script: 'systems/tensorbus-caller.js', args: ['--transport', 'local'], env: { NATS_URL: '' } });
