@@ -72,6 +72,12 @@ export function argValue(flag: string, fallback?: string): string {
   throw new Error(`missing ${flag}`);
 }
 
+/** The NATS namespace of a tensorbus system's processes (`TENSORBUS_BENCH_NAMESPACE`; two systems on one server need two). */
+export function namespaceOption(): { namespace?: string } {
+  const namespace = process.env.TENSORBUS_BENCH_NAMESPACE;
+  return namespace ? { namespace } : {};
+}
+
 /**
  * The data-port address of a tensorbus process of the bench: between two
  * hosts, its host's address on the veth pair (`TENSORBUS_BENCH_DIRECT_HOST`),

@@ -82,7 +82,7 @@ export async function startNodeSystem(id: NodeSystemId, nats: NatsEndpoint | und
   switch (id) {
     case 'tensorbus-nats':
     case 'tensorbus-nats-nopoll': {
-      const env = id === 'tensorbus-nats' ? natsEnv() : { ...natsEnv(), TENSORBUS_BUSY_POLL_US: '0' };
+      const env = id === 'tensorbus-nats' ? natsEnv() : { ...natsEnv(), TENSORBUS_BUSY_POLL_US: '0', TENSORBUS_BENCH_NAMESPACE: 'nopoll' };
       const callee = await BenchChild.start({ label: id === 'tensorbus-nats' ? 'tensorbus callee' : 'tensorbus callee (no polling)', script: 'systems/tensorbus-callee.js', env });
       const caller = await BenchChild.start({ label: id === 'tensorbus-nats' ? 'tensorbus driver' : 'tensorbus driver (no polling)', script: 'systems/tensorbus-caller.js', args: ['--transport', 'nats'], env });
       const started = system(id, caller, [callee], TENSORBUS_KINDS, [

@@ -7,12 +7,12 @@
  */
 import { natsTransport } from '@tensorbus/nats-transport';
 import { initRpc } from '@tensorbus/actors';
-import { directOptions, serveCommands } from '../process/child-channel.js';
+import { directOptions, namespaceOption, serveCommands } from '../process/child-channel.js';
 import './tensorbus-functions.js';
 
 const agent = await initRpc({
   name: 'callee',
-  transport: natsTransport({ servers: process.env.NATS_URL!, name: 'bench-callee', ...directOptions() }),
+  transport: natsTransport({ servers: process.env.NATS_URL!, name: 'bench-callee', ...namespaceOption(), ...directOptions() }),
   rpcTimeoutMs: 120_000,
 });
 

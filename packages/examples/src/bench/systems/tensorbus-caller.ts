@@ -14,7 +14,7 @@
 import { localTransport, tensorBackend, tf } from '@tensorbus/core';
 import { natsTransport, sharedMemoryStatus, type DirectStats } from '@tensorbus/nats-transport';
 import { initRpc, type RpcAgent } from '@tensorbus/actors';
-import { argValue, directOptions, serveCommands } from '../process/child-channel.js';
+import { argValue, directOptions, namespaceOption, serveCommands } from '../process/child-channel.js';
 import { callForDuration, type LatencyPlan, type RatePlan } from '../stats.js';
 import { liveTensors, noop } from './tensorbus-functions.js';
 import { tensorbusAsyncRate, tensorbusAutograd, tensorbusLatency, tensorbusRrefRate } from './tensorbus-ops.js';
@@ -26,7 +26,7 @@ const rpcTimeoutMs = 120_000;
 const agents: RpcAgent[] = [];
 const driver =
   transportKind === 'nats'
-    ? await initRpc({ name: 'driver', transport: natsTransport({ servers: process.env.NATS_URL!, name: 'bench-driver', ...directOptions() }), rpcTimeoutMs })
+    ? await initRpc({ name: 'driver', transport: natsTransport({ servers: process.env.NATS_URL!, name: 'bench-driver', ...namespaceOption(), ...directOptions() }), rpcTimeoutMs })
     : await initRpc({ name: 'driver', transport: localTransport(), rpcTimeoutMs });
 agents.push(driver);
 if (transportKind === 'local') agents.push(await initRpc({ name: CALLEE, transport: localTransport(), rpcTimeoutMs }));
