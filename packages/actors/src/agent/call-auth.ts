@@ -22,15 +22,14 @@ export const WINDOW = 4096;
 const MAC_BYTES = 16;
 /** Pairs kept (members, and workers declared failed that may come back); the oldest go first. */
 const MAX_PEERS = 8192;
-const MAC_PATTERN = /^[A-Za-z0-9_-]{22}$/;
 /** Function-name digests kept (a bound on what callers' names make a worker hold); longer names are not kept. */
 export const MAX_DIGESTS = 1024;
 const MAX_DIGESTED_NAME = 256;
 /** Bytes of a function name's SHA-256 that a call's block carries (after an 8-byte counter and a kind byte). */
 const DIGEST_BYTES = 7;
 
-/** What `meta.auth` carries: a counter and a MAC. */
-export type CallAuthField = [number, string];
+/** What `meta.auth` carries: a counter and a MAC (16 bytes, msgpack `bin`: no text encoding on either side). */
+export type CallAuthField = [number, Uint8Array];
 
 /** Finds a member's announced X25519 key. */
 export type DhKeyLookup = (name: string) => string | undefined;
@@ -69,7 +68,7 @@ export class CallAuth {
     const peer = this.peer(to);
     if (!peer) return undefined;
     const counter = ++peer.sent;
-    return [counter, body ? mac(peer.send, kind, fn, counter, body) : this.blockMac(peer.sendBlock, kind, fn, counter).toString('base64url')];
+    return [counter, body ? mac(peer.send, kind, fn, counter, body) : this.blockMac(peer.sendBlock, kind, fn, counter)];
   }
 
   /** True when `auth` shows that the call of `fn` (or control message `body`) came from member `from`; records its counter. */
@@ -87,14 +86,14 @@ export class CallAuth {
   private verify(from: string, kind: number, fn: string, auth: unknown, body: Uint8Array | undefined): boolean {
     if (!Array.isArray(auth) || auth.length !== 2) return false;
     const [counter, tag] = auth as [unknown, unknown];
-    if (!Number.isSafeInteger(counter) || (counter as number) < 1 || typeof tag !== 'string' || !MAC_PATTERN.test(tag)) return false;
+    if (!Number.isSafeInteger(counter) || (counter as number) < 1 || !(tag instanceof Uint8Array) || tag.byteLength !== MAC_BYTES) return false;
     const peer = this.peer(from);
     if (!peer) return false;
     const c = counter as number;
     if (c <= peer.newest - WINDOW || (c <= peer.newest && peer.seen[c % WINDOW] === 1)) return false;
     if (!Number.isInteger(kind) || kind < 0 || kind > 255) return false;
-    const expected = body ? Buffer.from(mac(peer.receive, kind, fn, c, body), 'base64url') : this.blockMac(peer.receiveBlock, kind, fn, c);
-    if (!timingSafeEqual(expected, Buffer.from(tag, 'base64url'))) return false;
+    const expected = body ? mac(peer.receive, kind, fn, c, body) : this.blockMac(peer.receiveBlock, kind, fn, c);
+    if (!timingSafeEqual(expected, tag)) return false;
     if (c > peer.newest) {
       // Slots between the old newest and this one are counters not seen yet.
       for (let k = Math.max(peer.newest + 1, c - WINDOW + 1); k < c; k++) peer.seen[k % WINDOW] = 0;
@@ -140,6 +139,7 @@ export class CallAuth {
     block.writeUInt32BE(counter >>> 0, 4);
     block[8] = kind;
     this.digestOf(fn).copy(block, 9);
+    // A fresh buffer per MAC (the cipher allocates its output): the field owns it.
     const out = cipher.update(block);
     // ECB without padding turns each whole block into one block at once; anything else is a broken cipher.
     if (out.byteLength !== MAC_BYTES) throw new Error('AES block cipher returned a partial block');
@@ -172,8 +172,8 @@ function blockCipher(pairKey: Buffer): Cipher {
   return cipher;
 }
 
-function mac(key: Buffer, kind: number, fn: string, counter: number, body: Uint8Array | undefined): string {
+function mac(key: Buffer, kind: number, fn: string, counter: number, body: Uint8Array | undefined): Buffer {
   const hmac = createHmac('sha256', key).update(`${kind}\0${fn}\0${counter}`);
   if (body) hmac.update(`\0${body.byteLength}\0`).update(body);
-  return hmac.digest().subarray(0, MAC_BYTES).toString('base64url');
+  return hmac.digest().subarray(0, MAC_BYTES);
 }
