@@ -12,16 +12,15 @@
  * {@link MISSES_BEFORE_BACKOFF} misses in a row polling stops for a growing
  * number of sends (up to {@link MAX_SKIP}), and starts again after an answer
  * that lands inside a window. A process whose peers answer slowly (they
- * compute) so spends almost nothing on it. On a machine with more busy
- * processes than cores, polling would take the CPU the answer needs: every
- * {@link CHECK_MS} of a window the process compares the CPU it got with the
- * time that passed, and a share below {@link MIN_CPU_SHARE} (it was made to
- * wait for a core) ends the window and backs off the same way. See
- * docs/data-plane.md, "Busy polling".
+ * compute) so spends almost nothing on it. On a machine with more runnable
+ * threads than cores, polling would take the CPU the answer (or anyone else)
+ * needs: no window opens, and an open one ends within {@link CHECK_MS}
+ * (runnable-threads.ts). See docs/data-plane.md, "Busy polling".
  * @module
  */
 import { performance } from 'node:perf_hooks';
 import { InvalidArgumentError } from '@tensorbus/core';
+import { machineCrowded } from './runnable-threads.js';
 
 /** Default window, µs (`TENSORBUS_BUSY_POLL_US` overrides it; 0 turns polling off). */
 export const DEFAULT_BUSY_POLL_US = 200;
@@ -31,10 +30,8 @@ export const MAX_BUSY_POLL_US = 10_000;
 export const MISSES_BEFORE_BACKOFF = 3;
 /** Most sends skipped between two tries while backed off. */
 export const MAX_SKIP = 1024;
-/** How often a window checks that it had a core to itself, ms. */
-export const CHECK_MS = 1;
-/** A window that got less CPU than this share of the time that passed was waiting for a core: it ends. */
-export const MIN_CPU_SHARE = 0.75;
+/** How often an open window checks that the machine still has a core to spare, ms. */
+export const CHECK_MS = 0.5;
 
 /** What polling has done so far in this process (for tests and the benchmark). */
 export interface BusyPollStats {
@@ -44,8 +41,8 @@ export interface BusyPollStats {
   misses: number;
   /** Sends that opened no window because polling was backed off. */
   skipped: number;
-  /** Windows ended because the process was waiting for a core. */
-  contended: number;
+  /** Sends that opened no window, and windows ended, because the machine had no core to spare. */
+  crowded: number;
 }
 
 /** The busy polling of one process (one event loop): see the module's comment. */
@@ -58,12 +55,14 @@ export class BusyPoll {
   private missesInRow = 0;
   /** Sends to skip before the next window (while backed off), and the next skip. */
   private skipLeft = 0;
+  /** The next backoff after misses (reset by a hit). */
   private nextSkip = 1;
-  private readonly counts: BusyPollStats = { hits: 0, misses: 0, skipped: 0, contended: 0 };
-  /** When the window last checked its CPU share, and the process's CPU time then, ms. */
+  private readonly counts: BusyPollStats = { hits: 0, misses: 0, skipped: 0, crowded: 0 };
+  /** When the open window last checked the machine, ms. */
   private checkedAt = 0;
-  private cpuAt = 0;
   private readonly tick = () => this.onTick();
+  /** Whether the machine has no core to spare (runnable-threads.ts; tests put their own). */
+  crowdedProbe: (now: number) => boolean = machineCrowded;
 
   constructor(windowUs: number) {
     this.windowMs = checkBusyPollUs(windowUs) / 1000;
@@ -98,12 +97,15 @@ export class BusyPoll {
       return;
     }
     const now = performance.now();
+    if (!this.polling && this.crowdedProbe(now)) {
+      this.counts.crowded++;
+      return;
+    }
     this.deadline = now + this.windowMs;
     if (this.polling) return;
     this.polling = true;
     this.answered = false;
     this.checkedAt = now;
-    this.cpuAt = cpuMs();
     setImmediate(this.tick);
   }
 
@@ -118,11 +120,13 @@ export class BusyPoll {
 
   private onTick(): void {
     const now = performance.now();
-    if (now - this.checkedAt >= CHECK_MS && this.waitedForCore(now)) {
-      this.polling = false;
-      this.counts.contended++;
-      this.backOff();
-      return;
+    if (now - this.checkedAt >= CHECK_MS) {
+      this.checkedAt = now;
+      if (this.crowdedProbe(now)) {
+        this.polling = false;
+        this.counts.crowded++;
+        return;
+      }
     }
     if (now < this.deadline) {
       setImmediate(this.tick);
@@ -131,28 +135,11 @@ export class BusyPoll {
     this.polling = false;
     if (this.answered) return;
     this.counts.misses++;
-    if (++this.missesInRow >= MISSES_BEFORE_BACKOFF) this.backOff();
+    if (++this.missesInRow >= MISSES_BEFORE_BACKOFF) {
+      this.skipLeft = this.nextSkip;
+      this.nextSkip = Math.min(this.nextSkip * 2, MAX_SKIP);
+    }
   }
-
-  /** True when, since the last check, the process got less than {@link MIN_CPU_SHARE} of the time as CPU. */
-  private waitedForCore(now: number): boolean {
-    const cpu = cpuMs();
-    const share = (cpu - this.cpuAt) / (now - this.checkedAt);
-    this.checkedAt = now;
-    this.cpuAt = cpu;
-    return share < MIN_CPU_SHARE;
-  }
-
-  private backOff(): void {
-    this.skipLeft = this.nextSkip;
-    this.nextSkip = Math.min(this.nextSkip * 2, MAX_SKIP);
-  }
-}
-
-/** CPU time of this process so far (every thread), ms. */
-function cpuMs(): number {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
 }
 
 /** `us` if it is a window {@link BusyPoll} takes (0..{@link MAX_BUSY_POLL_US} µs); otherwise throws an InvalidArgumentError. */
