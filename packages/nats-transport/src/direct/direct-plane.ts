@@ -46,7 +46,8 @@ function processSegments(): SharedSegments | undefined {
   if (segmentsOfProcess) return segmentsOfProcess;
   const { binding, reason } = loadShm();
   if (!told && process.env.TENSORBUS_QUIET !== '1') {
-    process.stderr.write(`[tensorbus] same-host direct calls: ${binding ? 'shared memory' : `TCP (shared memory unavailable: ${reason})`}\n`);
+    const polling = busyPoll.windowUs > 0 ? `busy polling ${busyPoll.windowUs} µs after each send (TENSORBUS_BUSY_POLL_US=0 turns it off)` : 'no busy polling';
+    process.stderr.write(`[tensorbus] same-host direct calls: ${binding ? 'shared memory' : `TCP (shared memory unavailable: ${reason})`}; ${polling}\n`);
   }
   told = true;
   if (!binding) return undefined;
