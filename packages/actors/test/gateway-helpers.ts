@@ -36,9 +36,9 @@ export async function workerAndGateway(
 }
 
 /** Runs a scenario of fixtures/xmlrpc_client.py and parses what it printed. */
-export async function python(url: string, scenario: string, arg?: string, extra: string[] = []): Promise<Record<string, unknown>> {
+export async function python(url: string, scenario: string, arg?: string, extra: string[] = [], env: Record<string, string> = {}): Promise<Record<string, unknown>> {
   const args = [PY_CLIENT, url, scenario, ...(arg === undefined ? [] : [arg]), ...extra];
-  const { stdout } = await run('python3', args, { encoding: 'utf8', timeout: 60_000 });
+  const { stdout } = await run('python3', args, { encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
   return JSON.parse(stdout) as Record<string, unknown>;
 }
 
