@@ -42,6 +42,7 @@ export function parseXml(text: string, maxTags: number): XmlElement {
   if (DECLARATIONS.test(text)) {
     throw new GatewayError('GATEWAY_BAD_REQUEST', 'the body declares a DTD or an entity (<!DOCTYPE, <!ENTITY): refused, the gateway expands and fetches nothing');
   }
+  checkDepth(text, maxTags);
   const valid = XMLValidator.validate(text);
   if (valid !== true) {
     throw new GatewayError('GATEWAY_BAD_REQUEST', `the body is not well-formed XML: line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg.slice(0, 200)}`);
@@ -57,7 +58,7 @@ export function parseXml(text: string, maxTags: number): XmlElement {
       ignoreDeclaration: true,
       ignorePiTags: true,
       commentPropName: false,
-      maxNestedTags: maxTags,
+      maxNestedTags: maxTags + 2,
     }).parse(text) as XmlNode[];
   } catch (error) {
     throw new GatewayError('GATEWAY_BAD_REQUEST', `the body could not be parsed: ${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'}`);
@@ -65,6 +66,31 @@ export function parseXml(text: string, maxTags: number): XmlElement {
   const roots = elements(tree);
   if (roots.length !== 1 || textOf(tree, false).trim() !== '') throw new GatewayError('GATEWAY_BAD_REQUEST', 'the body must hold exactly one root element');
   return roots[0]!;
+}
+
+/**
+ * Throws GATEWAY_LIMIT_EXCEEDED when elements nest deeper than `maxTags`: one
+ * linear pass over the tags (comments, CDATA and processing instructions
+ * skipped), before the validator and the parser walk the body.
+ */
+function checkDepth(text: string, maxTags: number): void {
+  let depth = 0;
+  for (let at = text.indexOf('<'); at >= 0; at = text.indexOf('<', at + 1)) {
+    const skip = text.startsWith('<!--', at) ? '-->' : text.startsWith('<![CDATA[', at) ? ']]>' : text.startsWith('<?', at) ? '?>' : undefined;
+    if (skip) {
+      const end = text.indexOf(skip, at);
+      if (end < 0) return; // not well formed: the validator says so
+      at = end;
+    } else if (text[at + 1] === '/') depth--;
+    else {
+      const end = text.indexOf('>', at);
+      if (end < 0) return;
+      if (text[end - 1] !== '/' && ++depth > maxTags) {
+        throw new GatewayError('GATEWAY_LIMIT_EXCEEDED', `the request nests deeper than the gateway accepts (${maxTags} elements)`);
+      }
+      at = end;
+    }
+  }
 }
 
 /** The element children of `nodes`, in order. */
