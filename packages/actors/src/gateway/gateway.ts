@@ -62,6 +62,7 @@ export async function launchGateway(options: GatewayOptions = {}): Promise<Gatew
     url,
     port,
     name: resolved.name,
+    authenticated: auth.required,
     agentNames: () => agents.names(),
     handleCount: (client) => handles.count(client),
     close: () =>

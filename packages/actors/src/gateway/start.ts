@@ -13,6 +13,8 @@ export interface Gateway {
   readonly port: number;
   /** The gateway's worker name (its `default` identity's agent; others are `<name>-<identity>`). */
   readonly name: string;
+  /** True when requests must carry credentials; false means anonymous clients on loopback only. */
+  readonly authenticated: boolean;
   /** Worker names of the gateway's agents, one per identity. */
   agentNames(): string[];
   /** RRef handles `client` holds (`basic:<user>`, `jwt:<sub>`, `anonymous:<address>`). */
