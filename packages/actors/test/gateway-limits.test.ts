@@ -87,7 +87,7 @@ test(`${kind.name} - gateway xml - billion laughs and external entities are refu
 
 test(`${kind.name} - gateway xml - wrong types are INVALID_ARGUMENT faults, a malformed body or method name GATEWAY_BAD_REQUEST, a wrong path 404 and GET 405`, async (t) => {
   const { gateway } = await workerAndGateway(t, kind);
-  for (const value of ['<value><int>abc</int></value>', '<value><int>99999999999</int></value>', '<value><boolean>2</boolean></value>', '<value><base64>!!</base64></value>', '<value><dateTime.iso8601>yesterday</dateTime.iso8601></value>', '<value><blob/></value>']) {
+  for (const value of ['<value><int>abc</int></value>', '<value><int>99999999999</int></value>', '<value><boolean>2</boolean></value>', '<value><base64>!!</base64></value>', '<value><dateTime.iso8601>yesterday</dateTime.iso8601></value>', '<value><blob/></value>', '<value><string><b/>x</string></value>', '<value><int><i4>1</i4></int></value>']) {
     t.is(faultCodeOf((await post(gateway.url, callBody('w1.gw.echo', value))).text), FAULT_CODES.INVALID_ARGUMENT, value);
   }
   const tensorBadSize = `<value><struct><member><name>dtype</name><value>float32</value></member><member><name>shape</name><value><array><data>${int(3)}</data></array></value></member><member><name>data</name><value><base64>AAAA</base64></value></member></struct></value>`;
@@ -99,4 +99,10 @@ test(`${kind.name} - gateway xml - wrong types are INVALID_ARGUMENT faults, a ma
   t.is((await post(gateway.url.replace('/RPC2', '/other'), callBody('w1.gw.echo', int(1)))).status, 404);
   t.is((await fetch(gateway.url)).status, 405);
   t.true(await stillServes(gateway.url));
+});
+
+test(`${kind.name} - gateway values - with allowNil off a null result is a SERIALIZATION fault instead of <nil/>`, async (t) => {
+  const { gateway } = await workerAndGateway(t, kind, { allowNil: false });
+  t.is(faultCodeOf((await post(gateway.url, callBody('w1.gw.echo', '<value><nil/></value>'))).text), FAULT_CODES.SERIALIZATION);
+  t.regex((await post(gateway.url, callBody('w1.gw.echo', int(3)))).text, /<int>3<\/int>/);
 });

@@ -70,6 +70,8 @@ export function readValue(children: readonly XmlNode[], budget: RequestBudget, d
   const typed = onlyElement(children, '<value>');
   if (typed === undefined) return textOf(children); // untyped: a string
   const inner = typed.children;
+  // Scalars hold text only: an element inside one is not XML-RPC.
+  if (typed.tag !== 'array' && typed.tag !== 'struct' && elements(inner).length > 0) bad(`<${typed.tag.slice(0, 40)}> holds an element`);
   switch (typed.tag) {
     case 'string':
       return textOf(inner);
@@ -86,12 +88,12 @@ export function readValue(children: readonly XmlNode[], budget: RequestBudget, d
       return bad(`<boolean> must be 0 or 1, got ${JSON.stringify(text.slice(0, 20))}`);
     }
     case 'base64':
-      return readBase64(textOf(inner), budget);
+      return readBase64(textOf(inner));
     case 'dateTime.iso8601':
       return readDate(textOf(inner).trim());
     case 'nil':
     case 'ex:nil':
-      if (elements(inner).length > 0 || textOf(inner).trim() !== '') bad('<nil/> must be empty');
+      if (textOf(inner).trim() !== '') bad('<nil/> must be empty');
       return null;
     case 'array':
       return readArray(inner, budget, depth);
@@ -118,7 +120,7 @@ function readDouble(text: string): number {
   return Number(text);
 }
 
-function readBase64(text: string, budget: RequestBudget): Uint8Array {
+function readBase64(text: string): Uint8Array {
   const compact = text.replace(/[\s]+/g, '');
   if (!BASE64.test(compact) || compact.length % 4 === 1) bad('<base64> is not base64');
   return new Uint8Array(Buffer.from(compact, 'base64'));
