@@ -47,6 +47,26 @@ for (const kind of transportKinds()) {
     t.pass();
   });
 
+  test(`${kind.name} - gateway - a function that returns an RRef gives a handle; toHere reads it, release lets the owner go`, async (t) => {
+    const { gateway, workers } = await workerAndGateway(t, kind);
+    const made = await post(gateway.url, callBody('w1.gw.makeRef', '<value><array><data><value><int>1</int></value><value><string>two</string></value></data></array></value>'));
+    const handle = /<string>(rref-[A-Za-z0-9_-]{24})<\/string>/.exec(made.text)?.[1];
+    t.truthy(handle, made.text);
+    const here = await post(gateway.url, callBody('rref.toHere', `<value>${handle!}</value>`));
+    t.regex(here.text, /<array><data><value><int>1<\/int><\/value><value><string>two<\/string><\/value><\/data><\/array>/);
+    t.regex((await post(gateway.url, callBody('rref.release', `<value>${handle!}</value>`))).text, /<boolean>1<\/boolean>/);
+    await rrefsReleased(workers);
+    t.pass();
+  });
+
+  test(`${kind.name} - gateway - methodHelp of an unknown function and a nested multicall are faults`, async (t) => {
+    const { gateway } = await workerAndGateway(t, kind);
+    t.is(faultCodeOf((await post(gateway.url, callBody('system.methodHelp', '<value>w1.gw.nothing</value>'))).text), FAULT_CODES.UNKNOWN_FUNCTION);
+    const nested = '<value><array><data><value><struct><member><name>methodName</name><value>system.multicall</value></member><member><name>params</name><value><array><data><value><array><data></data></array></value></data></array></value></member></struct></value></data></array></value>';
+    const answer = await post(gateway.url, callBody('system.multicall', nested));
+    t.regex(answer.text, new RegExp(`<name>faultCode</name><value><int>${FAULT_CODES.INVALID_ARGUMENT}</int>`));
+  });
+
   test(`${kind.name} - gateway - python gets faults with stable codes: unknown function, remote error naming the worker, unknown worker`, async (t) => {
     const { gateway } = await workerAndGateway(t, kind, { retry: { attempts: 2, delayMs: 20 } });
     const out = (await python(gateway.url, 'faults', 'w1')) as Record<string, { fault: number; string: string }>;
