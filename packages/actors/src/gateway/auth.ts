@@ -62,7 +62,7 @@ export class Authenticator {
   private readonly users = new Map<string, { digest: Buffer; identity: string }>();
   private readonly key: KeyObject | JWTVerifyGetKey | undefined;
 
-  constructor(private readonly auth: GatewayAuth | undefined, identities: ReadonlySet<string>) {
+  constructor(private readonly auth: GatewayAuth | undefined, private readonly identities: ReadonlySet<string>) {
     for (const [user, entry] of Object.entries(auth?.basic ?? {})) {
       if (typeof entry?.password !== 'string' || entry.password === '') throw new InvalidArgumentError(`basic user '${user}' needs a password`);
       if (!identities.has(entry.identity)) throw new InvalidArgumentError(`basic user '${user}' maps to identity '${entry.identity}', which is not configured`);
@@ -74,10 +74,7 @@ export class Authenticator {
       if (given !== 1) throw new InvalidArgumentError('jwt auth needs exactly one of secret, publicKey, jwksUrl');
       this.key = jwt.secret !== undefined ? createSecretKey(Buffer.from(jwt.secret)) : jwt.publicKey !== undefined ? createPublicKey(jwt.publicKey) : createRemoteJWKSet(new URL(jwt.jwksUrl!));
     }
-    this.identities = identities;
   }
-
-  private readonly identities: ReadonlySet<string>;
 
   /** True when requests must carry credentials. */
   get required(): boolean {
@@ -114,6 +111,7 @@ export class Authenticator {
     try {
       const options = { issuer: jwt.issuer, audience: jwt.audience, algorithms: jwt.algorithms };
       const key = this.key!;
+      // Two calls, not one: jose types a key and a key getter as separate overloads.
       ({ payload } = typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options));
     } catch (error) {
       const code = (error as { code?: unknown }).code;

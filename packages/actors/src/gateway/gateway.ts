@@ -15,7 +15,7 @@ import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions
 import { serve, type GatewayParts } from './serve.js';
 import { loadNatsTransport } from '../nats-loader.js';
 
-import type { Gateway } from './start.js';
+import type { Gateway } from './running-gateway.js';
 
 function natsConnector(options: ResolvedGatewayOptions): IdentityConnector {
   return async (_identity, credentials, workerName) => {

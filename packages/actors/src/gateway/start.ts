@@ -5,23 +5,9 @@
  * @module
  */
 import type { GatewayOptions } from './options.js';
+import type { Gateway } from './running-gateway.js';
 
-/** A running gateway. */
-export interface Gateway {
-  /** `http(s)://<host>:<port>/RPC2`. */
-  readonly url: string;
-  readonly port: number;
-  /** The gateway's worker name (its `default` identity's agent; others are `<name>-<identity>`). */
-  readonly name: string;
-  /** True when requests must carry credentials; false means anonymous clients on loopback only. */
-  readonly authenticated: boolean;
-  /** Worker names of the gateway's agents, one per identity. */
-  agentNames(): string[];
-  /** RRef handles `client` holds (`basic:<user>`, `jwt:<sub>`, `anonymous:<address>`). */
-  handleCount(client: string): number;
-  /** Stops listening, releases every handle, and stops the agents. */
-  close(): Promise<void>;
-}
+export type { Gateway } from './running-gateway.js';
 
 /**
  * Starts an XML-RPC gateway into a namespace: one member agent per NATS
