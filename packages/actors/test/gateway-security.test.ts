@@ -88,6 +88,19 @@ for (const kind of transportKinds()) {
     t.deepEqual(workers[0]!.rrefStats(), NO_RREFS);
   });
 
+  test(`${kind.name} - gateway handles - a client that keeps making requests keeps its handles past the idle timeout`, async (t) => {
+    const { gateway, workers } = await workerAndGateway(t, kind, { handleIdleMs: 400 });
+    const made = await post(gateway.url, callBody('w1.gw.Counter', '<value><int>0</int></value>'));
+    const handle = /<string>(rref-[^<]+)<\/string>/.exec(made.text)![1]!;
+    for (let i = 0; i < 8; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      await post(gateway.url, callBody('w1.gw.echo', `<value><int>${i}</int></value>`));
+    }
+    t.is(gateway.handleCount('anonymous:127.0.0.1'), 1);
+    t.regex((await post(gateway.url, callBody('rref.call', `<value>${handle}</value>`, '<value>inc</value>', '<value><array><data><value><int>4</int></value></data></array></value>'))).text, /<int>4<\/int>/);
+    t.is(workers[0]!.rrefStats().owners, 1);
+  });
+
   test(`${kind.name} - gateway handles - past its handle bound a client gets GATEWAY_LIMIT_EXCEEDED and the worker keeps no extra value`, async (t) => {
     const { gateway, workers } = await workerAndGateway(t, kind, { limits: { maxHandlesPerClient: 2 } });
     const codes: Array<number | undefined> = [];
