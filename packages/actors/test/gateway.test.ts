@@ -59,6 +59,15 @@ for (const kind of transportKinds()) {
     t.pass();
   });
 
+  test(`${kind.name} - gateway - a result that cannot be written is a SERIALIZATION fault, and the RRefs in it are let go`, async (t) => {
+    const { gateway, workers } = await workerAndGateway(t, kind);
+    const answer = await post(gateway.url, callBody('w1.gw.refThenBadString'));
+    t.is(faultCodeOf(answer.text), FAULT_CODES.SERIALIZATION);
+    t.is(gateway.handleCount('anonymous:127.0.0.1'), 0);
+    await rrefsReleased(workers);
+    t.pass();
+  });
+
   test(`${kind.name} - gateway - methodHelp of an unknown function and a nested multicall are faults`, async (t) => {
     const { gateway } = await workerAndGateway(t, kind);
     t.is(faultCodeOf((await post(gateway.url, callBody('system.methodHelp', '<value>w1.gw.nothing</value>'))).text), FAULT_CODES.UNKNOWN_FUNCTION);

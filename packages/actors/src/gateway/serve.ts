@@ -122,11 +122,23 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
     } finally {
       record.worker = ctx.worker;
     }
-    const xml = responseXml(result, {
-      allowNil: parts.options.allowNil,
-      maxDepth: limits.maxDepth,
-      handleOf: (rref) => parts.handles.adopt(client, rref),
-    });
+    const adopted: string[] = [];
+    let xml: string;
+    try {
+      xml = responseXml(result, {
+        allowNil: parts.options.allowNil,
+        maxDepth: limits.maxDepth,
+        handleOf: (rref) => {
+          const handle = parts.handles.adopt(client, rref);
+          adopted.push(handle);
+          return handle;
+        },
+      });
+    } catch (error) {
+      // The client never sees these handles: let their references go now.
+      for (const handle of adopted) void parts.handles.release(client, handle).catch(() => undefined);
+      throw error;
+    }
     record.outcome = ctx.innerFaults > 0 ? `ok (${ctx.innerFaults} of the multicall faulted)` : 'ok';
     reply(response, xml);
   } catch (error) {
