@@ -33,12 +33,19 @@ export class HandleTable {
   /** Handles released because their client went idle (for tests and the log). */
   expired = 0;
 
-  constructor(private readonly limits: HandleLimits, private readonly now: () => number = Date.now) {
+  /**
+   * @param busy - true for a client with a request in flight: never idle, however long its calls take.
+   */
+  constructor(
+    private readonly limits: HandleLimits,
+    private readonly busy: (client: string) => boolean = () => false,
+    private readonly now: () => number = Date.now,
+  ) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(50, Math.min(limits.idleMs / 4, 60_000)));
     this.sweeper.unref();
   }
 
-  /** Marks `client` as active (each of its requests does). */
+  /** Marks `client` as active (each of its requests does, when it starts and when it ends). */
   touch(client: string): void {
     const state = this.clients.get(client);
     if (state) state.lastSeen = this.now();
@@ -90,11 +97,11 @@ export class HandleTable {
     return this.clients.get(client)?.handles.size ?? 0;
   }
 
-  /** Releases the handles of every client idle for `idleMs` or more. */
+  /** Releases the handles of every client idle for `idleMs` or more (since its last request ended, none in flight). */
   sweep(): void {
     const cutoff = this.now() - this.limits.idleMs;
     for (const [client, state] of this.clients) {
-      if (state.lastSeen > cutoff) continue;
+      if (state.lastSeen > cutoff || this.busy(client)) continue;
       this.clients.delete(client);
       for (const rref of state.handles.values()) {
         this.expired++;

@@ -150,6 +150,8 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
     const left = (parts.inFlight.get(client) ?? 1) - 1;
     if (left > 0) parts.inFlight.set(client, left);
     else parts.inFlight.delete(client);
+    // Idle time counts from the end of a client's last request.
+    parts.handles.touch(client);
     // The tensors made from the arguments, and those that arrived in the result, are the gateway's: gone with the request.
     tf.dispose(budget.tensors);
     forEachTensor(result, (tensor) => tensor.dispose());
