@@ -3,6 +3,8 @@
  * membership and shutdown [torch.distributed.rpc].
  * @module
  */
+// Loads `tb.registry.list` on every worker (what the XML-RPC gateway lists).
+import './registry/registry-list.js';
 
 // Workers
 export { initRpc, currentAgent } from './init.js';
@@ -31,6 +33,7 @@ export type { Module } from './remote-module/remote-module.js';
 
 // Calls
 export { remoteFunction, remoteClass } from './registry/functions.js';
+export type { RegistryListing } from './registry/registry-list.js';
 export type { RemoteFunction, RemoteClass, Callable, RemoteFunctionOptions } from './registry/functions.js';
 export type { CallOptions } from './agent/host.js';
 export type { StreamOptions } from './streams/stream-consumer.js';
@@ -40,3 +43,15 @@ export { concatMapStream } from './streams/concat-map-stream.js';
 // Profiling
 export { RpcProfile } from './agent/profiler.js';
 export type { RpcEvent, ProfileOptions, ChromeTraceEvent } from './agent/profiler.js';
+
+// XML-RPC gateway
+export { startGateway } from './gateway/start.js';
+export type { Gateway } from './gateway/start.js';
+export type { GatewayOptions } from './gateway/options.js';
+export type { GatewayAuth, BasicUser, JwtAuth } from './gateway/auth.js';
+export type { NatsIdentity, IdentityConnector } from './gateway/identities.js';
+export type { GatewayLimits } from './gateway/limits.js';
+export { DEFAULT_GATEWAY_LIMITS } from './gateway/limits.js';
+export type { GatewayLogger } from './gateway/request-log.js';
+export type { RetryPolicy } from './gateway/retry.js';
+export { FAULT_CODES } from './gateway/faults.js';

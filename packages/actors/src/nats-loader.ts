@@ -23,6 +23,12 @@ export interface NatsConnectOptions {
   servers: string[];
   namespace?: string;
   name?: string;
+  /** Credentials (the XML-RPC gateway connects once per NATS identity). */
+  user?: string;
+  pass?: string;
+  token?: string;
+  nkeySeed?: string;
+  credsFile?: string;
 }
 
 /** A nats-server started by `startNatsServer()`. */

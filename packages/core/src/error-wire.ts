@@ -6,6 +6,7 @@
 import {
   AutogradError,
   DuplicateWorkerError,
+  GatewayError,
   InvalidArgumentError,
   PermissionDeniedError,
   MissingPackageError,
@@ -19,6 +20,7 @@ import {
   UnknownFunctionError,
   WorkerUnavailableError,
   type AutogradErrorCode,
+  type GatewayErrorCode,
   type RRefErrorCode,
   type TensorbusErrorOptions,
 } from './errors.js';
@@ -91,6 +93,9 @@ const rebuilders = new Map<string, Rebuilder>([
 ]);
 for (const code of ['RREF_NOT_OWNER', 'RREF_RELEASED', 'RREF_CREATION_FAILED', 'RREF_OWNER_LOST', 'RREF_LIMIT_EXCEEDED'] satisfies RRefErrorCode[]) {
   rebuilders.set(code, (m, o) => new RRefError(code, m, o));
+}
+for (const code of ['GATEWAY_BAD_REQUEST', 'GATEWAY_LIMIT_EXCEEDED', 'GATEWAY_UNKNOWN_HANDLE', 'GATEWAY_UNAUTHORIZED'] satisfies GatewayErrorCode[]) {
+  rebuilders.set(code, (m, o) => new GatewayError(code, m, o));
 }
 for (const code of ['AUTOGRAD_CONTEXT_NOT_FOUND', 'AUTOGRAD_BACKWARD_FAILED', 'AUTOGRAD_LIMIT_EXCEEDED'] satisfies AutogradErrorCode[]) {
   rebuilders.set(code, (m, o) => new AutogradError(code, m, o));

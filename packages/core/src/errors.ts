@@ -32,7 +32,8 @@ export type ErrorCode =
   | 'DUPLICATE_WORKER'
   | 'PERMISSION_DENIED'
   | 'MISSING_PACKAGE'
-  | 'TRANSPORT';
+  | 'TRANSPORT'
+  | GatewayErrorCode;
 
 /** Options common to every tensorbus error. */
 export interface TensorbusErrorOptions {
@@ -203,5 +204,20 @@ export class MissingPackageError extends TensorbusError {
 export class TransportError extends TensorbusError {
   constructor(message: string, options: TensorbusErrorOptions = {}) {
     super('TRANSPORT', message, { retryable: true, ...options });
+  }
+}
+
+/**
+ * Codes of the XML-RPC gateway's own refusals (docs/gateway.md): a body that
+ * is not a well-formed XML-RPC call, a limit passed, a handle this client does
+ * not hold, a request without valid credentials.
+ */
+export type GatewayErrorCode = 'GATEWAY_BAD_REQUEST' | 'GATEWAY_LIMIT_EXCEEDED' | 'GATEWAY_UNKNOWN_HANDLE' | 'GATEWAY_UNAUTHORIZED';
+
+/** The XML-RPC gateway refused a request before anything ran on a worker. */
+export class GatewayError extends TensorbusError {
+  declare readonly code: GatewayErrorCode;
+  constructor(code: GatewayErrorCode, message: string, options: TensorbusErrorOptions = {}) {
+    super(code, message, options);
   }
 }

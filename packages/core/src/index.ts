@@ -55,5 +55,6 @@ export {
   PermissionDeniedError,
   MissingPackageError,
   TransportError,
+  GatewayError,
 } from './errors.js';
-export type { ErrorCode, RRefErrorCode, AutogradErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';
+export type { ErrorCode, RRefErrorCode, AutogradErrorCode, GatewayErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';

@@ -3,6 +3,7 @@ import {
   AutogradError,
   defaultCodec as codec,
   DuplicateWorkerError,
+  GatewayError,
   InvalidArgumentError,
   MissingPackageError,
   PermissionDeniedError,
@@ -40,6 +41,10 @@ const everyError: TensorbusError[] = [
   new PermissionDeniedError('refused'),
   new MissingPackageError('NATS_URL is set but @tensorbus/nats-transport is not installed', { packageName: '@tensorbus/nats-transport' }),
   new TransportError('connection lost'),
+  new GatewayError('GATEWAY_BAD_REQUEST', 'not XML'),
+  new GatewayError('GATEWAY_LIMIT_EXCEEDED', 'too large'),
+  new GatewayError('GATEWAY_UNKNOWN_HANDLE', 'no such handle'),
+  new GatewayError('GATEWAY_UNAUTHORIZED', 'wrong password'),
 ];
 
 for (const error of everyError) {

@@ -23,7 +23,21 @@ export interface StatusArgs {
   waitMs: number;
 }
 
-export type CliArgs = LaunchArgs | StatusArgs | { command: 'help' };
+/** Options of `tensorbus gateway`. */
+export interface GatewayArgs {
+  command: 'gateway';
+  namespace: string | undefined;
+  port: number;
+  host: string | undefined;
+  nats: string | undefined;
+  name: string | undefined;
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  /** A JSON file: `{ basic?, jwt?, identities? }` (see docs/gateway.md). */
+  auth: string | undefined;
+}
+
+export type CliArgs = LaunchArgs | StatusArgs | GatewayArgs | { command: 'help' };
 
 export const USAGE = `usage:
   tensorbus launch -n N [--names a,b,...] [--namespace NS] [--grace S] script.js [args...]
@@ -33,13 +47,20 @@ export const USAGE = `usage:
       Ctrl-C asks every worker to stop (SIGINT); a second Ctrl-C, or --grace
       seconds (default 30), kills them. Exit code: the failing worker's, or 130.
   tensorbus status [--server URL] [--namespace NS] [--wait MS]
-      Lists the workers of a namespace (server: NATS_URL by default).`;
+      Lists the workers of a namespace (server: NATS_URL by default).
+  tensorbus gateway [--namespace NS] [--port 8080] [--host H] [--nats URL] [--name N]
+                    [--tls-cert FILE --tls-key FILE] [--auth FILE]
+      Serves the namespace's workers over XML-RPC (POST /RPC2) until Ctrl-C.
+      --auth names a JSON file of basic users, JWT verification and NATS
+      identities; without it the gateway listens on loopback only.
+      See docs/gateway.md.`;
 
 /** Parses `argv` (without node and the script); throws Error with a usage hint on bad input. */
 export function parseArgs(argv: string[]): CliArgs {
   const [command, ...rest] = argv;
   if (command === 'launch') return parseLaunch(rest);
   if (command === 'status') return parseStatus(rest);
+  if (command === 'gateway') return parseGateway(rest);
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') return { command: 'help' };
   throw new Error(`unknown command '${command}'\n${USAGE}`);
 }
@@ -84,5 +105,27 @@ function parseStatus(rest: string[]): StatusArgs {
     else if (arg === '--wait') out.waitMs = Number(take(rest, i++, arg));
     else throw new Error(`unknown option '${arg}'\n${USAGE}`);
   }
+  return out;
+}
+
+function parseGateway(rest: string[]): GatewayArgs {
+  const out: GatewayArgs = {
+    command: 'gateway', namespace: process.env.TENSORBUS_NAMESPACE, port: 8080, host: undefined, nats: process.env.NATS_URL,
+    name: undefined, tlsCert: undefined, tlsKey: undefined, auth: undefined,
+  };
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === '--namespace') out.namespace = take(rest, i++, arg);
+    else if (arg === '--port' || arg === '-p') out.port = Number(take(rest, i++, arg));
+    else if (arg === '--host') out.host = take(rest, i++, arg);
+    else if (arg === '--nats' || arg === '--server' || arg === '-s') out.nats = take(rest, i++, arg);
+    else if (arg === '--name') out.name = take(rest, i++, arg);
+    else if (arg === '--tls-cert') out.tlsCert = take(rest, i++, arg);
+    else if (arg === '--tls-key') out.tlsKey = take(rest, i++, arg);
+    else if (arg === '--auth') out.auth = take(rest, i++, arg);
+    else throw new Error(`unknown option '${arg}'\n${USAGE}`);
+  }
+  if (!Number.isInteger(out.port) || out.port < 0 || out.port > 65535) throw new Error(`--port must be a port number\n${USAGE}`);
+  if ((out.tlsCert === undefined) !== (out.tlsKey === undefined)) throw new Error(`--tls-cert and --tls-key go together\n${USAGE}`);
   return out;
 }

@@ -34,6 +34,8 @@ export interface RemoteFunctionOptions {
    * for functions that manage tensor memory themselves (caches, pools).
    */
   tidy?: boolean;
+  /** One line saying what the function does, for callers that ask (the XML-RPC gateway's `system.methodHelp`). */
+  doc?: string;
 }
 
 /** A resolved entry: run it with `args`. */
@@ -43,6 +45,10 @@ export interface RegistryEntry {
   /** False when the function manages the tensors its calls make (see {@link RemoteFunctionOptions.tidy}). */
   tidy: boolean;
   invoke(args: unknown[]): unknown;
+  /** What it does, as `remoteFunction(name, fn, { doc })` said. */
+  doc?: string;
+  /** Number of declared parameters (`fn.length`). */
+  arity?: number;
   /** What a call of it with `args` runs, for the callee's log (protocol functions name the user's method). */
   describe?(args: unknown[]): string;
 }
@@ -81,7 +87,8 @@ export function remoteFunction<A extends unknown[], R>(name: string, fn: (...arg
   checkName(name);
   if (typeof fn !== 'function') throw new InvalidArgumentError(`remoteFunction('${name}') needs a function`);
   if (options.tidy !== undefined && typeof options.tidy !== 'boolean') throw new InvalidArgumentError(`remoteFunction('${name}'): options.tidy must be a boolean`);
-  register({ name, kind: 'function', tidy: options.tidy ?? true, invoke: (args) => fn(...(args as A)) }, fn);
+  if (options.doc !== undefined && typeof options.doc !== 'string') throw new InvalidArgumentError(`remoteFunction('${name}'): options.doc must be a string`);
+  register({ name, kind: 'function', tidy: options.tidy ?? true, doc: options.doc, arity: fn.length, invoke: (args) => fn(...(args as A)) }, fn);
   Object.defineProperty(fn, 'remoteName', { value: name, enumerable: false, configurable: true });
   return fn as RemoteFunction<A, R>;
 }
@@ -98,7 +105,7 @@ export function remoteFunction<A extends unknown[], R>(name: string, fn: (...arg
 export function remoteClass<A extends unknown[], T>(name: string, Class: new (...args: A) => T): RemoteClass<A, T> {
   checkName(name);
   if (typeof Class !== 'function') throw new InvalidArgumentError(`remoteClass('${name}') needs a class`);
-  register({ name, kind: 'class', tidy: true, invoke: (args) => construct(name, Class, args as A) }, Class);
+  register({ name, kind: 'class', tidy: true, arity: Class.length, invoke: (args) => construct(name, Class, args as A) }, Class);
   Object.defineProperty(Class, 'remoteName', { value: name, enumerable: false, configurable: true });
   return Class as RemoteClass<A, T>;
 }
@@ -178,4 +185,24 @@ export function lookupCallable(name: string, worker: string): RegistryEntry {
 /** True when `name` is a registered class. */
 export function isRegisteredClass(name: string): boolean {
   return entries.get(name)?.kind === 'class';
+}
+
+/** What {@link listRegistered} says of one registered function or class. */
+export interface RegisteredSummary {
+  name: string;
+  kind: 'function' | 'class';
+  arity: number;
+  doc?: string;
+}
+
+/** The functions and classes registered in this process, protocol ones (`tb.*`) left out, sorted by name. */
+export function listRegistered(): RegisteredSummary[] {
+  const out: RegisteredSummary[] = [];
+  for (const entry of entries.values()) {
+    if (entry.kind === 'tfop' || entry.name.startsWith('tb.')) continue;
+    const summary: RegisteredSummary = { name: entry.name, kind: entry.kind, arity: entry.arity ?? 0 };
+    if (entry.doc !== undefined) summary.doc = entry.doc;
+    out.push(summary);
+  }
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

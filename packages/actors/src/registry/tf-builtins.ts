@@ -62,3 +62,8 @@ export function tfOpByName(name: string): ((...args: unknown[]) => unknown) | un
   const value = (tf as unknown as Record<string, unknown>)[key];
   return typeof value === 'function' ? (value as (...args: unknown[]) => unknown) : undefined;
 }
+
+/** The names (`tf.<op>`) of the ops callable from the wire that this process's tfjs has, sorted. */
+export function tfOpNames(): string[] {
+  return [...ALLOWED].filter((key) => typeof (tf as unknown as Record<string, unknown>)[key] === 'function').map((key) => `tf.${key}`).sort();
+}

@@ -1,0 +1,41 @@
+/**
+ * Reading a request body within its limit: a declared length past the limit
+ * is refused before a byte is read, and an undeclared (chunked) one as soon
+ * as the bytes read pass it, so a body is never buffered beyond the limit.
+ * @module
+ */
+import type { IncomingMessage } from 'node:http';
+import { GatewayError } from '@tensorbus/core';
+
+/** The body of `request`, at most `maxBytes`; GATEWAY_LIMIT_EXCEEDED past it, GATEWAY_BAD_REQUEST for a compressed one. */
+export function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const tooLarge = () => new GatewayError('GATEWAY_LIMIT_EXCEEDED', `the request body is larger than ${maxBytes} bytes`);
+  const encoding = request.headers['content-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') return Promise.reject(new GatewayError('GATEWAY_BAD_REQUEST', 'compressed request bodies are not accepted'));
+  const declared = Number(request.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (error: Error | undefined) => {
+      if (done) return;
+      done = true;
+      request.off('data', onData);
+      if (error) {
+        // Stop reading: what else comes is dropped, not kept.
+        request.resume();
+        reject(error);
+      } else resolve(Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) finish(tooLarge());
+      else chunks.push(chunk);
+    };
+    request.on('data', onData);
+    request.once('end', () => finish(undefined));
+    request.once('error', (error) => finish(error));
+    request.once('aborted', () => finish(new GatewayError('GATEWAY_BAD_REQUEST', 'the client went away while sending the body')));
+  });
+}

@@ -1,0 +1,51 @@
+/**
+ * The bounds of what one request, and one client, can make the gateway hold
+ * or do. Each is checked where the input enters, before the gateway
+ * allocates, calls or keeps anything for it (docs/gateway.md, "Limits").
+ * @module
+ */
+import { InvalidArgumentError } from '@tensorbus/core';
+
+/** Bounds on requests and clients. */
+export interface GatewayLimits {
+  /** Largest request body, bytes; counted while it is read (default 8 MiB). */
+  maxBodyBytes: number;
+  /** Deepest nesting of arrays and structs in a call or a result (default 32). */
+  maxDepth: number;
+  /** Most values (scalars, arrays, structs, members) in one request (default 100,000). */
+  maxValues: number;
+  /** Most tensor bytes one request may carry in its arguments (default 16 MiB). */
+  maxTensorBytes: number;
+  /** Requests one client may have in flight at once (default 8). */
+  maxInFlightPerClient: number;
+  /** RRef handles one client may hold (default 1,024). */
+  maxHandlesPerClient: number;
+  /** Clients whose handles or requests the gateway keeps state for at once (default 10,000). */
+  maxClients: number;
+  /** Calls one `system.multicall` may hold (default 256). */
+  maxMulticall: number;
+}
+
+/** The defaults (see {@link GatewayLimits}). */
+export const DEFAULT_GATEWAY_LIMITS: Readonly<GatewayLimits> = Object.freeze({
+  maxBodyBytes: 8 * 1024 * 1024,
+  maxDepth: 32,
+  maxValues: 100_000,
+  maxTensorBytes: 16 * 1024 * 1024,
+  maxInFlightPerClient: 8,
+  maxHandlesPerClient: 1024,
+  maxClients: 10_000,
+  maxMulticall: 256,
+});
+
+/** `limits` over the defaults; throws InvalidArgumentError on a value that is not a positive integer. */
+export function resolveLimits(limits: Partial<GatewayLimits> = {}): GatewayLimits {
+  const out = { ...DEFAULT_GATEWAY_LIMITS };
+  for (const [key, value] of Object.entries(limits)) {
+    if (!(key in DEFAULT_GATEWAY_LIMITS)) throw new InvalidArgumentError(`unknown gateway limit '${key}'`);
+    if (value === undefined) continue;
+    if (!Number.isSafeInteger(value) || value < 1) throw new InvalidArgumentError(`gateway limit ${key} must be a positive integer, got ${String(value)}`);
+    (out as Record<string, number>)[key] = value;
+  }
+  return out;
+}

@@ -1,0 +1,159 @@
+/**
+ * Serving one HTTP request: path and method, credentials, the client's
+ * requests in flight, the body within its limit, the call, the response, one
+ * log line. Whatever a request holds, nothing it sends makes this throw: every
+ * failure becomes an HTTP refusal (wrong path or method, credentials) or an
+ * XML-RPC fault.
+ * @module
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { GatewayError, tf } from '@tensorbus/core';
+import { forEachTensor } from '../tensors.js';
+import type { Authenticator, Principal } from './auth.js';
+import { readBody } from './body.js';
+import { faultOf } from './faults.js';
+import type { HandleTable } from './handles.js';
+import type { IdentityAgents } from './identities.js';
+import type { Listings } from './listings.js';
+import { readMethodCall } from './method-call.js';
+import { dispatch, type RequestContext } from './methods.js';
+import type { ResolvedGatewayOptions } from './options.js';
+import { formatRecord, type RequestRecord } from './request-log.js';
+import { RequestBudget } from './values-in.js';
+import { faultXml, responseXml } from './values-out.js';
+
+/** Paths that take calls: `/RPC2` (Python's default) and `/`. */
+const PATHS = new Set(['/RPC2', '/']);
+
+/** The parts of a running gateway a request uses. */
+export interface GatewayParts {
+  options: ResolvedGatewayOptions;
+  auth: Authenticator;
+  agents: IdentityAgents;
+  handles: HandleTable;
+  listings: Listings;
+  /** Requests in flight by client. */
+  inFlight: Map<string, number>;
+}
+
+function refuse(response: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
+  response.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', connection: 'close', ...headers });
+  response.end(`${text}\n`);
+}
+
+function reply(response: ServerResponse, xml: string): void {
+  response.writeHead(200, { 'content-type': 'text/xml; charset=utf-8', 'content-length': String(Buffer.byteLength(xml)) });
+  response.end(xml);
+}
+
+/** Serves `request`. */
+export async function serve(parts: GatewayParts, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const started = performance.now();
+  const record: RequestRecord = { client: `address:${request.socket.remoteAddress ?? '?'}`, method: '-', worker: undefined, ms: 0, outcome: 'ok', retries: 0 };
+  const path = (request.url ?? '').split('?')[0]!;
+  try {
+    if (!PATHS.has(path)) {
+      record.outcome = 'refused 404';
+      return refuse(response, 404, 'XML-RPC calls are POSTed to /RPC2');
+    }
+    if (request.method !== 'POST') {
+      record.outcome = 'refused 405';
+      return refuse(response, 405, 'XML-RPC calls are POSTed to /RPC2', { allow: 'POST' });
+    }
+    let principal: Principal;
+    try {
+      principal = await parts.auth.authenticate(request);
+    } catch (error) {
+      record.outcome = 'refused 401';
+      const challenge = 'Basic realm="tensorbus", Bearer realm="tensorbus"';
+      return refuse(response, 401, error instanceof GatewayError ? error.message : 'unauthorized', { 'www-authenticate': challenge });
+    }
+    record.client = principal.client;
+    await serveCall(parts, principal, request, response, record);
+  } catch (error) {
+    // A bug of the gateway, not of the request: the request still gets an answer.
+    const fault = faultOf(error, record.worker);
+    record.outcome = `fault ${fault.faultCode} ${fault.code}`;
+    if (!response.headersSent) reply(response, faultXml(fault));
+  } finally {
+    record.ms = performance.now() - started;
+    parts.options.logger?.info(formatRecord(record));
+  }
+}
+
+async function serveCall(parts: GatewayParts, principal: Principal, request: IncomingMessage, response: ServerResponse, record: RequestRecord): Promise<void> {
+  const { limits } = parts.options;
+  const { client } = principal;
+  const count = parts.inFlight.get(client) ?? 0;
+  if (count >= limits.maxInFlightPerClient || (count === 0 && parts.inFlight.size >= limits.maxClients)) {
+    const fault = faultOf(new GatewayError('GATEWAY_LIMIT_EXCEEDED', `this client has ${limits.maxInFlightPerClient} requests in flight already: wait for their answers`), undefined);
+    record.outcome = `fault ${fault.faultCode} ${fault.code}`;
+    response.setHeader('connection', 'close');
+    request.resume();
+    return reply(response, faultXml(fault));
+  }
+  parts.inFlight.set(client, count + 1);
+  parts.handles.touch(client);
+  const budget = new RequestBudget(limits);
+  const retries = { count: 0 };
+  let result: unknown;
+  try {
+    const body = await readBody(request, limits.maxBodyBytes).catch((error: unknown) => {
+      response.setHeader('connection', 'close');
+      throw error;
+    });
+    const call = readMethodCall(body, budget);
+    record.method = call.methodName;
+    const ctx: RequestContext = {
+      agent: parts.agents.get(principal.identity),
+      client,
+      handles: parts.handles,
+      listings: parts.listings,
+      own: parts.agents,
+      budget,
+      timeoutMs: parts.options.callTimeoutMs,
+      retry: parts.options.retry,
+      retries,
+      innerFaults: 0,
+    };
+    try {
+      result = await dispatch(call.methodName, call.params, ctx);
+    } finally {
+      record.worker = ctx.worker;
+    }
+    const adopted: string[] = [];
+    let xml: string;
+    try {
+      xml = responseXml(result, {
+        allowNil: parts.options.allowNil,
+        maxDepth: limits.maxDepth,
+        handleOf: (rref) => {
+          const handle = parts.handles.adopt(client, rref);
+          adopted.push(handle);
+          return handle;
+        },
+      });
+    } catch (error) {
+      // The client never sees these handles: let their references go now.
+      for (const handle of adopted) void parts.handles.release(client, handle).catch(() => undefined);
+      throw error;
+    }
+    record.outcome = ctx.innerFaults > 0 ? `ok (${ctx.innerFaults} of the multicall faulted)` : 'ok';
+    reply(response, xml);
+  } catch (error) {
+    const fault = faultOf(error, record.worker);
+    record.outcome = `fault ${fault.faultCode} ${fault.code}`;
+    reply(response, faultXml(fault));
+  } finally {
+    record.retries = retries.count;
+    const left = (parts.inFlight.get(client) ?? 1) - 1;
+    if (left > 0) parts.inFlight.set(client, left);
+    else parts.inFlight.delete(client);
+    // Idle time counts from the end of a client's last request.
+    parts.handles.touch(client);
+    // The tensors made from the arguments, and those that arrived in the result, are the gateway's: gone with the request.
+    tf.dispose(budget.tensors);
+    forEachTensor(result, (tensor) => tensor.dispose());
+  }
+}
