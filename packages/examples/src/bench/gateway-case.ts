@@ -6,21 +6,24 @@
  * connection and by Python's xmlrpc.client. Blocks of the three alternate,
  * round after round, so load from elsewhere on a shared machine falls on all
  * of them alike; the medians over all rounds are printed with the load.
- * Writes `gateway.json` to `--out` (default out/bench).
+ * Writes `gateway.json` to `--out` (default out/bench) and, with `--doc`, the
+ * latency part of that doc (docs/gateway.md) between its markers.
  *
- *   npm run bench:gateway -- [--rounds 5] [--calls 400] [--out dir]
+ *   npm run bench:gateway -- [--rounds 5] [--calls 400] [--out dir] [--doc docs/gateway.md]
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { natsTransport, startNatsServer } from '@tensorbus/nats-transport';
 import { initRpc } from '@tensorbus/actors';
+import { generatedMarkers, replaceGeneratedPart } from './report/generated-part.js';
+import { formatTime } from './report/format.js';
 import { median, quantile } from './stats.js';
 import { echo } from './systems/tensorbus-functions.js';
 
@@ -33,6 +36,15 @@ const ROUNDS = Number(flag('--rounds', '5'));
 const CALLS = Number(flag('--calls', '400'));
 const WARMUP = 300;
 const out = flag('--out', 'out/bench');
+const doc = flag('--doc', '');
+/** The arguments a user added to `npm run bench:gateway` (the script's own `--doc` left out). */
+function shownArgs(): string {
+  const own = argv.indexOf('--doc');
+  const added = argv.filter((_, i) => own < 0 || (i !== own && i !== own + 1));
+  return added.length > 0 ? ` -- ${added.join(' ')}` : '';
+}
+/** The markers of docs/gateway.md's latency table. */
+const GATEWAY_DOC_MARKERS = generatedMarkers('npm run bench:gateway', 'packages/examples/src/bench/gateway-case.ts');
 
 const cli = fileURLToPath(new URL('../../../../actors/dist/src/cli/main.js', import.meta.url));
 const callee = fileURLToPath(new URL('./systems/gateway-callee.js', import.meta.url));
@@ -102,7 +114,21 @@ try {
   console.log(`over ${ROUNDS} rounds of ${CALLS} calls each, load ${load.map((l) => l.toFixed(2)).join(' -> ')}:`);
   for (const [k, v] of Object.entries(summary)) console.log(`  ${k.padEnd(15)} median ${v.medianUs.toFixed(0)} µs, p90 ${v.p90Us.toFixed(0)} µs`);
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, 'gateway.json'), `${JSON.stringify({ date: new Date().toISOString(), rounds, summary, loadAvg1m: load }, null, 2)}\n`);
+  const date = new Date().toISOString();
+  writeFileSync(join(out, 'gateway.json'), `${JSON.stringify({ date, rounds, summary, loadAvg1m: load }, null, 2)}\n`);
+  if (doc) {
+    const us = (v: number) => formatTime(v / 1000);
+    const table = [
+      `\`npm run bench:gateway${shownArgs()}\`, ${date.slice(0, 10)} ${date.slice(11, 16)} UTC: ${ROUNDS} rounds of ${CALLS} calls of each kind after ${WARMUP} warm-up calls; 1-minute load average ${load.map((l) => l.toFixed(2)).join(' at the start, ')} at the end (${availableParallelism()} cores).`,
+      '',
+      '| round | direct (tensorbus caller) | gateway, Node HTTP client | gateway, Python xmlrpc.client |',
+      '| --- | ---: | ---: | ---: |',
+      ...rounds.map((r, i) => `| ${i + 1} | ${us(r.direct!)} | ${us(r['gateway-node']!)} | ${us(r['gateway-python']!)} |`),
+      `| **median of all ${summary.direct!.calls}** | **${us(summary.direct!.medianUs)}** (p90 ${us(summary.direct!.p90Us)}) | **${us(summary['gateway-node']!.medianUs)}** (p90 ${us(summary['gateway-node']!.p90Us)}) | **${us(summary['gateway-python']!.medianUs)}** (p90 ${us(summary['gateway-python']!.p90Us)}) |`,
+    ].join('\n');
+    const refused = replaceGeneratedPart(doc, GATEWAY_DOC_MARKERS, table);
+    console.log(refused ?? `${doc}: latency table rewritten from this run`);
+  }
   await agent.shutdown({ graceful: false });
   http.destroy();
 } finally {
