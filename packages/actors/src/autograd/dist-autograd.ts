@@ -6,6 +6,8 @@
  * released everywhere when the callback settles. See docs/dist-autograd.md.
  * @module
  */
+import { observeBackward } from '../observe/backward-span.js';
+import { observing } from '../observe/switch.js';
 import { randomBytes } from 'node:crypto';
 import { AutogradError, InvalidArgumentError, RemoteError, RpcTimeoutError, SerializationError, tf } from '@tensorbus/core';
 import type { CallMeta } from '../agent/call-context.js';
@@ -123,7 +125,12 @@ export class DistAutograd implements PluginLifecycle {
    *   'AUTOGRAD_BACKWARD_FAILED' (naming the worker) when any worker fails.
    * @throws RpcTimeoutError when the pass takes longer than `options.timeoutMs`.
    */
-  async backward(contextId: ContextId, roots: Tensor[], options: BackwardOptions = {}): Promise<void> {
+  backward(contextId: ContextId, roots: Tensor[], options: BackwardOptions = {}): Promise<void> {
+    // Traced (observe/): the pass is a span, and the gradients it sends are its children.
+    return observing.tracing ? observeBackward(this.host.name, String(contextId), () => this.runBackward(contextId, roots, options)) : this.runBackward(contextId, roots, options);
+  }
+
+  private async runBackward(contextId: ContextId, roots: Tensor[], options: BackwardOptions): Promise<void> {
     const context = this.require(contextId);
     this.host.checkRunning();
     const timeoutMs = options.timeoutMs ?? this.host.options.rpcTimeoutMs;
