@@ -9,7 +9,8 @@ import type { Subscription } from 'rxjs';
 import { PluginKey, type AgentHost, type PluginLifecycle, type ProtocolPlugin } from '../agent/host.js';
 import { StatsResponder } from './stats-responder.js';
 import { STATS, STATS_CONTROL_KINDS, windowOf } from './stats-protocol.js';
-import { agentStarted, agentStopped } from './switch.js';
+import { instrumentsNow } from './instruments.js';
+import { agentStarted, agentStopped, observing, onRefresh } from './switch.js';
 import { forget, observe, type WorkerObservations } from './worker-observations.js';
 
 /** One worker's observing. */
@@ -46,6 +47,11 @@ export class WorkerObserving implements PluginLifecycle {
     this.started = false;
   }
 }
+
+// The gauges of running workers exist as soon as a meter provider is registered, before any call.
+onRefresh(() => {
+  if (observing.metering) instrumentsNow();
+});
 
 /** The key of the observe plugin. */
 export const OBSERVE = new PluginKey<WorkerObserving>('observe');

@@ -29,6 +29,13 @@ export const observing = {
 };
 
 let statsUntil = 0;
+/** Told after each refresh (the metrics make their instruments as soon as a meter provider is there). */
+const refreshed: Array<() => void> = [];
+
+/** Runs `hook` after every refresh of the switch. */
+export function onRefresh(hook: () => void): void {
+  refreshed.push(hook);
+}
 let timer: NodeJS.Timeout | undefined;
 let agentsRunning = 0;
 
@@ -55,6 +62,7 @@ export function refreshObservability(): void {
   observing.metering = !isNoop(metrics.getMeterProvider());
   observing.stats = Date.now() < statsUntil;
   observing.on = observing.tracing || observing.metering || observing.stats;
+  for (const hook of refreshed) hook();
 }
 
 /** A stats query arrived: calls are measured for the next {@link STATS_WATCH_MS}. */
