@@ -1,0 +1,48 @@
+/**
+ * `tensorbus status` against real worker processes on a real nats-server:
+ * the workers table (host, backend, transport, calls, RRefs, tensors), the
+ * functions each one serves and calls, and errors by code.
+ */
+import test from 'ava';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { RemoteError } from '@tensorbus/core';
+import { echo, fail } from './fixtures/functions.js';
+import { stop } from './fixtures/worker-functions.js';
+import { startProcessGroup, stopProcessGroups } from './process-group.js';
+
+test.after.always(stopProcessGroups);
+
+const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
+const cli = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+
+function runCli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, TENSORBUS_QUIET: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d));
+  child.stderr.on('data', (d: Buffer) => (err += d));
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code: code ?? 1, out, err })));
+}
+
+test.serial('status - prints every worker with its host, backend and transport, the functions it serves and calls, and errors by code', async (t) => {
+  const { agent, children, serverUrl, namespace } = await startProcessGroup(workerScript, 3);
+  const args = ['status', '--server', serverUrl, '--namespace', namespace];
+  // The first query turns measuring on in every worker.
+  const first = await runCli(args);
+  t.is(first.code, 0, first.err);
+  for (let i = 0; i < 20; i++) await agent.rpcSync('p1', echo, [i]);
+  await t.throwsAsync(agent.rpcSync('p2', fail, ['for status']), { instanceOf: RemoteError });
+  const { code, out, err } = await runCli(args);
+  t.is(code, 0, err);
+  t.regex(out, /3 worker\(s\) in namespace/);
+  t.regex(out, /id\s+name\s+host\s+pid\s+uptime\s+backend\s+transport\s+calls\/s/);
+  for (const name of ['p0', 'p1', 'p2']) t.regex(out, new RegExp(`^\\s*\\d+\\s+${name}\\s+\\S+\\s+\\d+\\s+\\S+\\s+(wasm|tensorflow|cpu)\\s+nats\\s`, 'm'), `${name}'s row`);
+  t.regex(out, /^p1\s+served\s+test\.echo\s+\S+\s+\S+\s+0\s+20$/m, 'p1 served 20 echoes');
+  t.regex(out, /^p0\s+made\s+test\.echo\s+\S+\s+\S+\s+0\s+20$/m, 'p0 made them');
+  t.regex(out, /^p2\s+REMOTE_ERROR\s+1$/m, 'the failure, by code');
+  await Promise.all([agent.rpcSync('p1', stop, []), agent.rpcSync('p2', stop, [])]);
+  await agent.shutdown({ timeoutMs: 10_000 });
+  await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+});
