@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `tensorbus` command: `launch` and `status`.
+ * The `tensorbus` command: `launch`, `status` and `dashboard`.
  * @module
  */
 import { parseArgs, USAGE } from './args.js';
@@ -12,6 +12,7 @@ async function main(): Promise<number> {
     return 0;
   }
   if (args.command === 'launch') return (await import('./launch.js')).launch(args);
+  if (args.command === 'dashboard') return (await import('./dashboard.js')).dashboard(args);
   return (await import('./status.js')).status(args);
 }
 
