@@ -78,7 +78,7 @@ function render(state) {
     }
     return el('tr', { 'data-worker': w.name, 'data-state': w.state, class: w.state === 'up' ? '' : 'departed' }, cells);
   });
-  $('workers').replaceChildren(table(['worker', 'id', 'state', 'host (pid)', 'uptime', 'backend', 'transport · routes', 'calls served', 'calls made', 'calls/s', 'ms', 'errors', 'in flight', 'rrefs o/u', 'contexts', 'tensors', 'tensor mem', 'wasm heap', 'rss'], rows, { id: 'workers-table' }));
+  $('workers').replaceChildren(table(['worker', 'id', 'state', 'host (pid)', 'uptime', 'backend', 'transport · routes', 'calls served', 'calls made', 'served/s', 'ms', 'errors', 'in flight', 'rrefs o/u', 'contexts', 'tensors', 'tensor mem', 'wasm heap', 'rss'], rows, { id: 'workers-table' }));
   // Learning: the values workers report, over time
   const byStat = new Map();
   for (const w of state.workers) for (const [stat, points] of Object.entries(w.history)) {
