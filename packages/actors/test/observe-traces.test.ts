@@ -10,9 +10,10 @@ import { defaultCodec, RemoteError, tf } from '@tensorbus/core';
 import { refreshObservability } from '../src/index.js';
 import { callSubject } from '../src/agent/subjects.js';
 import { parseTraceparent, formatTraceparent } from '../src/observe/trace-context.js';
-import { echo, fail } from './fixtures/functions.js';
+import { Counter, echo, fail } from './fixtures/functions.js';
 import { relay } from './fixtures/observe-functions.js';
-import { eventually, startGroup, stopEverything, transportKinds } from './helpers.js';
+import { rrefValue } from './fixtures/rref-functions.js';
+import { eventually, rrefsReleased, startGroup, stopEverything, transportKinds } from './helpers.js';
 
 const exporter = new InMemorySpanExporter();
 trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
@@ -119,5 +120,30 @@ for (const kind of transportKinds()) {
       tt.is(span.attributes['tensorbus.outcome'], 'OK');
     }
     tt.is((await a!.rpcSync('b', echo, ['still fine'])) as string, 'still fine');
+  });
+
+  test.serial(t('RRef messages are spans: each fork and delete sent is the parent of its handling on the receiver'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b', 'c']);
+    const [a] = agents;
+    exporter.reset();
+    const counter = a!.remote('b', Counter, [5]);
+    // Passing the RRef to c makes c a user: c asks the owner b to confirm its fork.
+    tt.like(await a!.rpcSync('c', rrefValue, [counter]), { n: 5 });
+    await counter.release();
+    await rrefsReleased(agents);
+    const control = () => exporter.getFinishedSpans().filter((s) => s.name.startsWith('ctl rref.'));
+    await eventually(() => control().some((s) => s.name === 'ctl rref.delete' && s.kind === SpanKind.CONSUMER));
+    const spans = control();
+    const consumers = spans.filter((s) => s.kind === SpanKind.CONSUMER);
+    tt.true(consumers.some((s) => s.name === 'ctl rref.fork'), spans.map((s) => `${s.name}/${s.kind}`).join(', '));
+    for (const consumer of consumers) {
+      const producer = spans.find((s) => s.kind === SpanKind.PRODUCER && s.spanContext().spanId === parentOf(consumer));
+      tt.truthy(producer, `${consumer.name} on ${String(consumer.attributes['tensorbus.worker'])} has the sender's span as parent`);
+      tt.is(producer!.name, consumer.name);
+      tt.is(producer!.attributes['tensorbus.peer'], consumer.attributes['tensorbus.worker'], 'sent to the worker that handled it');
+      tt.is(consumer.attributes['tensorbus.outcome'], 'OK');
+    }
+    const deleted = consumers.find((s) => s.name === 'ctl rref.delete')!;
+    tt.is(deleted.attributes['tensorbus.worker'], 'b', 'the owner handles the delete');
   });
 }
