@@ -59,10 +59,12 @@ for (const kind of transportKinds()) {
   test.serial(t('a nested call a → b → c is one trace: client and server spans linked parent to child, with their attributes'), async (tt) => {
     const [a] = await startGroup(kind, ['a', 'b', 'c']);
     exporter.reset();
+    const baseline = tf.memory().numTensors;
     const x = tf.ones([1000]);
     const back = (await a!.rpcSync('b', relay, ['c', x])) as tf.Tensor;
     back.dispose();
     x.dispose();
+    tt.is(tf.memory().numTensors, baseline, 'tracing keeps no tensor');
     await eventually(() => traceOf('a', 'obs.relay').length === 4);
     const spans = traceOf('a', 'obs.relay');
     const find = (k: SpanKind, worker: string) => spans.find((s) => s.kind === k && s.attributes['tensorbus.worker'] === worker)!;

@@ -4,6 +4,7 @@
  * @module
  */
 import { tf } from '@tensorbus/core';
+import { wasmHeapOf } from '@tensorbus/core/internal';
 import type { AgentHost } from '../agent/host.js';
 import { AUTOGRAD } from '../autograd/plugin.js';
 import { RREFS } from '../rref/plugin.js';
@@ -23,11 +24,10 @@ export interface WorkerResources {
   heapUsedBytes: number;
 }
 
-/** The WASM backend's heap size, or 0. */
+/** The WASM backend's heap size, or 0 (read through core's one module that knows tfjs internals). */
 function wasmHeap(): number {
   try {
-    const backend = tf.backend() as unknown as { wasm?: { HEAPU8?: Uint8Array } };
-    return backend.wasm?.HEAPU8?.byteLength ?? 0;
+    return wasmHeapOf(tf.backend())?.heap().byteLength ?? 0;
   } catch {
     return 0;
   }
