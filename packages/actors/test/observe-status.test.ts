@@ -17,12 +17,15 @@ test.after.always(stopProcessGroups);
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const cli = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 
-function runCli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, TENSORBUS_QUIET: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+function runCli(args: string[], env: Record<string, string> = {}, onErr?: (text: string) => void): Promise<{ code: number; out: string; err: string }> {
+  const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, TENSORBUS_QUIET: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d));
-  child.stderr.on('data', (d: Buffer) => (err += d));
+  child.stderr.on('data', (d: Buffer) => {
+    err += d;
+    onErr?.(err);
+  });
   return new Promise((resolve) => child.on('exit', (code) => resolve({ code: code ?? 1, out, err })));
 }
 
@@ -45,4 +48,32 @@ test.serial('status - prints every worker with its host, backend and transport, 
   await Promise.all([agent.rpcSync('p1', stop, []), agent.rpcSync('p2', stop, [])]);
   await agent.shutdown({ timeoutMs: 10_000 });
   await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+});
+
+test.serial('launcher - --dashboard serves the launched workers\' dashboard, prints its address, and keeps it up for --linger', async (t) => {
+  let url: string | undefined;
+  const seen: string[][] = [];
+  let reading: Promise<void> | undefined;
+  const run = runCli(['launch', '-n', '2', '--dashboard', '0', '--linger', '2', workerScript, '--exit-after', '3000', '0'], { NATS_URL: '' }, (err) => {
+    const match = /dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(err);
+    if (match && url === undefined) {
+      url = match[1];
+      reading = (async () => {
+        // The page reads /state.json and /events; the state names the launched workers while they run.
+        for (let i = 0; i < 20; i++) {
+          const state = (await (await fetch(`${url}state.json`)).json()) as { workers: Array<{ name: string; state: string }> };
+          seen.push(state.workers.filter((w) => w.state === 'up').map((w) => w.name));
+          if (seen.at(-1)!.length === 2) return;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      })();
+    }
+  });
+  const { code, err } = await run;
+  await reading;
+  t.is(code, 0, err);
+  t.truthy(url, 'the address is printed');
+  t.deepEqual(seen.at(-1), ['worker0', 'worker1']);
+  t.regex(err, /the workers finished; the dashboard stays at http:\/\/127\.0\.0\.1:\d+\/ for 2 s/);
+  await t.throwsAsync(fetch(url!), undefined, 'the dashboard is gone once the launcher exits');
 });

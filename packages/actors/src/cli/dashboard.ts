@@ -11,10 +11,10 @@ import { connectReader } from './status.js';
 const ANY = new Set(['0.0.0.0', '::', '[::]']);
 
 /** Starts the dashboard of the namespace `args` name; prints its address. */
-export async function startDashboardFor(args: { server: string | undefined; namespace: string | undefined; port: number; host: string }): Promise<{ url: string; close(): Promise<void> }> {
+export async function startDashboardFor(args: { server: string | undefined; namespace: string | undefined; port: number; host: string; poll?: 'watched' | 'always' }): Promise<{ url: string; close(): Promise<void> }> {
   const transport = await connectReader(args.server, args.namespace, 'tensorbus-dashboard');
   try {
-    const dashboard = await startDashboard({ transport, namespace: args.namespace ?? '(default)', server: args.server!, port: args.port, host: args.host });
+    const dashboard = await startDashboard({ transport, namespace: args.namespace ?? '(default)', server: args.server!, port: args.port, host: args.host, poll: args.poll });
     if (!['127.0.0.1', 'localhost', '::1'].includes(args.host)) {
       process.stderr.write(`[tensorbus] the dashboard listens on ${args.host}: anyone who can reach this port sees the namespace's workers (no authentication)\n`);
     }

@@ -34,7 +34,7 @@ function say(line: string): void {
 /** Starts the dashboard of the launched namespace (`--dashboard PORT`) and says where it is. */
 async function startLaunchDashboard(url: string, args: LaunchArgs): Promise<{ url: string; close(): Promise<void> }> {
   const { startDashboardFor } = await import('./dashboard.js');
-  const dashboard = await startDashboardFor({ server: url, namespace: args.namespace, port: args.dashboardPort!, host: '127.0.0.1' });
+  const dashboard = await startDashboardFor({ server: url, namespace: args.namespace, port: args.dashboardPort!, host: '127.0.0.1', poll: 'always' });
   say(`dashboard: ${dashboard.url}`);
   return dashboard;
 }

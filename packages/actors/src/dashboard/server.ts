@@ -22,6 +22,12 @@ export interface DashboardServerOptions {
   port?: number;
   /** Poll and push interval, ms (default 1000). */
   intervalMs?: number;
+  /**
+   * `'watched'` (default): poll only while a page listens. `'always'`: from
+   * the start (`tensorbus launch --dashboard`: a page opened later still
+   * shows the run's reported values from its beginning).
+   */
+  poll?: 'watched' | 'always';
 }
 
 /** A running dashboard server. */
@@ -61,15 +67,19 @@ export async function startDashboardServer(collector: Collector, options: Dashbo
     for (const response of listeners) response.write(frame);
   };
   // Polls only while a page listens: nobody watching costs the workers nothing.
+  const always = options.poll === 'always';
+  const startPolling = () => {
+    if (timer !== undefined) return;
+    void push();
+    timer = setInterval(() => void push(), intervalMs);
+  };
+  if (always) startPolling();
   const listen = (response: ServerResponse) => {
     listeners.add(response);
-    if (timer === undefined) {
-      void push();
-      timer = setInterval(() => void push(), intervalMs);
-    }
+    startPolling();
     response.on('close', () => {
       listeners.delete(response);
-      if (listeners.size === 0 && timer !== undefined) {
+      if (listeners.size === 0 && !always && timer !== undefined) {
         clearInterval(timer);
         timer = undefined;
       }
