@@ -11,6 +11,7 @@ import { RemoteError } from '@tensorbus/core';
 import { echo, fail } from './fixtures/functions.js';
 import { stop } from './fixtures/worker-functions.js';
 import { startProcessGroup, stopProcessGroups } from './process-group.js';
+import { parseArgs } from '../src/cli/args.js';
 
 test.after.always(stopProcessGroups);
 
@@ -76,4 +77,25 @@ test.serial('launcher - --dashboard serves the launched workers\' dashboard, pri
   t.deepEqual(seen.at(-1), ['worker0', 'worker1']);
   t.regex(err, /the workers finished; the dashboard stays at http:\/\/127\.0\.0\.1:\d+\/ for 2 s/);
   await t.throwsAsync(fetch(url!), undefined, 'the dashboard is gone once the launcher exits');
+});
+
+test('cli - dashboard defaults to 127.0.0.1:8265 and the environment; launch takes --dashboard and --linger; bad values are refused', (t) => {
+  const saved = { url: process.env.NATS_URL, ns: process.env.TENSORBUS_NAMESPACE };
+  process.env.NATS_URL = 'nats://127.0.0.1:4222';
+  process.env.TENSORBUS_NAMESPACE = 'envns';
+  try {
+    t.deepEqual(parseArgs(['dashboard']), { command: 'dashboard', server: 'nats://127.0.0.1:4222', namespace: 'envns', port: 8265, host: '127.0.0.1' });
+    t.deepEqual(parseArgs(['dashboard', '--server', 'nats://h:1', '--namespace', 'ns', '--port', '0', '--host', '0.0.0.0']), { command: 'dashboard', server: 'nats://h:1', namespace: 'ns', port: 0, host: '0.0.0.0' });
+    const launch = parseArgs(['launch', '-n', '2', '--dashboard', '9000', '--linger', '1.5', 'x.js', '--epochs', '3']);
+    t.like(launch, { command: 'launch', dashboardPort: 9000, lingerMs: 1500, script: 'x.js', scriptArgs: ['--epochs', '3'] });
+    t.like(parseArgs(['launch', 'x.js']), { dashboardPort: undefined, lingerMs: 0 });
+    for (const bad of [['dashboard', '--port', '70000'], ['dashboard', '--port', 'x'], ['dashboard', '--bogus'], ['launch', '--dashboard', '-1', 'x.js'], ['launch', '--linger', 'soon', 'x.js']]) {
+      t.throws(() => parseArgs(bad), undefined, bad.join(' '));
+    }
+  } finally {
+    if (saved.url === undefined) delete process.env.NATS_URL;
+    else process.env.NATS_URL = saved.url;
+    if (saved.ns === undefined) delete process.env.TENSORBUS_NAMESPACE;
+    else process.env.TENSORBUS_NAMESPACE = saved.ns;
+  }
 });
