@@ -6,8 +6,6 @@
  * released everywhere when the callback settles. See docs/dist-autograd.md.
  * @module
  */
-import { observeBackward } from '../observe/backward-span.js';
-import { observing } from '../observe/switch.js';
 import { randomBytes } from 'node:crypto';
 import { AutogradError, InvalidArgumentError, RemoteError, RpcTimeoutError, SerializationError, tf } from '@tensorbus/core';
 import type { CallMeta } from '../agent/call-context.js';
@@ -20,6 +18,8 @@ import { AutogradContext, differentiable, isLeaf, type RecvRecord } from './cont
 import { ContextLedger } from './context-ledger.js';
 import { creatorOf, GRADS, META_KEY, RELEASE, replyId, tagOf, validCarriers } from './protocol.js';
 import { contextClosed, contextOpened, recordingScope, withoutRecording } from './tape.js';
+import { observeBackward } from '../observe/backward-span.js';
+import { observing } from '../observe/switch.js';
 
 type Tensor = tf.Tensor;
 
