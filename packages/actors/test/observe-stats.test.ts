@@ -14,6 +14,7 @@ import { OBSERVE } from '../src/observe/plugin.js';
 import { listWorkers, queryStats } from '../src/observe/stats-reader.js';
 import { REPLIES_PER_SECOND } from '../src/observe/stats-protocol.js';
 import { Counter, echo, fail } from './fixtures/functions.js';
+import { observedFields } from './fixtures/observe-functions.js';
 import { eventually, newGroup, stopAll, transportKinds, type TransportKind } from './helpers.js';
 
 const running: RpcAgent[] = [];
@@ -46,6 +47,7 @@ test.serial('observe - stats: nothing is measured before anyone asks; the first 
   const [a] = agents;
   for (let i = 0; i < 3; i++) await a!.rpcSync('s0b', echo, [i]);
   t.false(observing.on, 'no provider, no query: the call path is not observed');
+  t.deepEqual(await a!.rpcSync('s0b', observedFields, []), { tc: null, prof: null }, 'an unobserved call carries nothing more');
   const first = await queryStats(reader, 's0b');
   t.truthy(first);
   t.is(served(first, 'test.echo'), undefined, 'the calls before the first query were not measured');

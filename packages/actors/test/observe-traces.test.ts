@@ -11,7 +11,7 @@ import { refreshObservability } from '../src/index.js';
 import { callSubject } from '../src/agent/subjects.js';
 import { parseTraceparent, formatTraceparent } from '../src/observe/trace-context.js';
 import { Counter, echo, fail } from './fixtures/functions.js';
-import { relay } from './fixtures/observe-functions.js';
+import { observedFields, relay } from './fixtures/observe-functions.js';
 import { rrefValue } from './fixtures/rref-functions.js';
 import { eventually, rrefsReleased, startGroup, stopEverything, transportKinds } from './helpers.js';
 
@@ -82,6 +82,8 @@ for (const kind of transportKinds()) {
     tt.is(bServer.attributes['tensorbus.peer'], 'a', 'the server span names its caller');
     tt.is(bClient.attributes['rpc.method'], 'test.echo');
     tt.is(cServer.attributes['tensorbus.caller_verified'], true);
+    const carried = (await a!.rpcSync('b', observedFields, [])) as { tc: string | null };
+    tt.regex(carried.tc ?? '', /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/, 'a traced call carries its traceparent in meta.tc');
     for (const span of spans) {
       tt.is(span.attributes['tensorbus.outcome'], 'OK', `${span.name}: outcome`);
       tt.true((span.attributes['tensorbus.sent_bytes'] as number) > 0 && (span.attributes['tensorbus.received_bytes'] as number) > 0, `${span.name}: bytes each way`);
