@@ -71,8 +71,13 @@ export class Collector {
     if (this.polling) return this.state();
     this.polling = true;
     try {
-      const seen = await listWorkers(this.transport, this.waitMs);
-      const stats = await Promise.all(seen.map((w) => queryStats(this.transport, w.name, WINDOW_S, 1_000)));
+      const listed = await listWorkers(this.transport, this.waitMs);
+      // A worker up at the last poll that was late to the membership query is asked too: only silence on both counts as a miss.
+      const late = [...this.workers.values()].filter((w) => w.state === 'up' && !listed.some((l) => l.name === w.name)).map((w) => ({ name: w.name, id: w.id }));
+      const asked = [...listed, ...late];
+      const answers = await Promise.all(asked.map((w) => queryStats(this.transport, w.name, WINDOW_S, 1_000)));
+      const seen = asked.filter((w, i) => i < listed.length || answers[i] !== undefined);
+      const stats = answers.filter((_, i) => i < listed.length || answers[i] !== undefined);
       const now = Date.now();
       const present = new Set<string>();
       seen.forEach((w, i) => {
