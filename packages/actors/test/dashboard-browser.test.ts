@@ -2,7 +2,8 @@
  * The dashboard in a real browser: headless Chromium (Debian's `chromium`)
  * opens the page while a namespace of real worker processes runs, and the
  * test reads what the page shows as it updates live: the workers' names, a
- * call count that rises, a reported value, and a worker's departure. The
+ * call count that rises, a reported value, a worker's departure and another's
+ * failure (killed). The
  * page's screenshot is kept (dist/test/dashboard.png). Without Chromium the
  * test fails saying how to install it.
  */
@@ -38,7 +39,7 @@ async function until<T>(page: BrowserPage, expression: string, done: (value: T) 
   return value;
 }
 
-test.serial('dashboard - in headless Chromium: shows the workers, a rising call count, a reported value, and a departure as they happen', async (t) => {
+test.serial('dashboard - in headless Chromium: shows the workers, a rising call count, a reported value, a departure and a failure as they happen', async (t) => {
   const { agent, children, serverUrl, namespace } = await startProcessGroup(workerScript, 3);
   const dashboard = await startDashboard({ transport: await natsTransport({ servers: serverUrl, namespace }), namespace, server: serverUrl, port: 0, intervalMs: 500 });
   let calling = true;
@@ -69,6 +70,10 @@ test.serial('dashboard - in headless Chromium: shows the workers, a rising call 
     t.true(['left', 'gone', 'failed'].includes(gone.find((w) => w.worker === 'p2')!.state));
     t.is(gone.filter((w) => w.state === 'up').length, 2);
     await until<boolean>(page, `!!document.querySelector('#events li[data-worker=p2][data-event=leave], #events li[data-worker=p2][data-event=gone]')`, (v) => v, 'the departure among the events');
+    // A worker killed outright: its peers declare it failed, and the page says so.
+    children[0]!.kill('SIGKILL');
+    await until<Row[]>(page, ROWS, (r) => r.find((w) => w.worker === 'p1')?.state === 'failed', "p1's failure");
+    await until<boolean>(page, `!!document.querySelector('#events li[data-worker=p1][data-event=fail]')`, (v) => v, 'the failure among the events');
     await page.screenshot(screenshotPath);
     const png = readFileSync(screenshotPath);
     t.true(png.length > 10_000 && png.subarray(1, 4).toString() === 'PNG', `a screenshot of ${png.length} bytes`);

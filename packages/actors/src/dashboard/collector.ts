@@ -99,7 +99,8 @@ export class Collector {
             if (e.kind === 'join') continue;
             this.event(e);
             const other = this.workers.get(e.worker);
-            if (other !== undefined && other.state === 'up' && !present.has(e.worker) && e.at >= other.lastSeen - 1_000) other.state = e.kind === 'leave' ? 'left' : 'failed';
+            // A peer's word says how a worker went: it refines 'gone' (silence seen here) into left or failed.
+            if (other !== undefined && (other.state === 'up' || other.state === 'gone') && !present.has(e.worker) && e.at >= other.lastSeen - 1_000) other.state = e.kind === 'leave' ? 'left' : 'failed';
           }
         }
       });
