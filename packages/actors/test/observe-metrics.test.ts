@@ -58,11 +58,16 @@ for (const kind of transportKinds()) {
     const [a] = await startGroup(kind, [`${A}g`, `${B}g`]);
     const counter = a!.remote(`${B}g`, Counter, [0]);
     await counter.toHere();
-    const slow = a!.rpcSync(`${B}g`, sleep, [400]);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    tt.true((await sum('tensorbus.rpc.in_flight', { 'tensorbus.worker': `${A}g` })) >= 1, 'a call under way');
-    tt.true((await sum('tensorbus.rpc.in_flight', { 'tensorbus.worker': `${B}g` })) >= 1, 'a call being served');
+    const slow = a!.rpcSync(`${B}g`, sleep, [3_000]);
+    // Read until the call is under way on both sides (it sleeps long enough for a loaded machine).
+    let inFlight = [0, 0];
+    for (let i = 0; i < 50 && !(inFlight[0]! >= 1 && inFlight[1]! >= 1); i++) {
+      inFlight = [await sum('tensorbus.rpc.in_flight', { 'tensorbus.worker': `${A}g` }), await sum('tensorbus.rpc.in_flight', { 'tensorbus.worker': `${B}g` })];
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    tt.true(inFlight[0]! >= 1 && inFlight[1]! >= 1, `a call under way on the caller, and being served on the callee: ${inFlight.join(', ')}`);
     await slow;
+    tt.deepEqual([await sum('tensorbus.rpc.in_flight', { 'tensorbus.worker': `${A}g` }), await sum('tensorbus.rpc.in_flight', { 'tensorbus.worker': `${B}g` })], [0, 0], 'none once it returned');
     tt.is(await sum('tensorbus.rrefs.owned', { 'tensorbus.worker': `${B}g` }), 1);
     tt.is(await sum('tensorbus.rrefs.used', { 'tensorbus.worker': `${A}g` }), 1);
     await a!.distAutograd.context(async () => {
