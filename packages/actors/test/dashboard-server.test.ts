@@ -84,10 +84,10 @@ for (const kind of transportKinds()) {
     tt.true(frames.length >= 2, `${frames.length} updates pushed`);
     const pushed = JSON.parse(frames[frames.length - 1]!.slice('data: '.length)) as DashboardState;
     tt.deepEqual(pushed.workers.map((w) => w.name), ['ea']);
-    // A poll under way when the page left may still finish (one membership query, 300 ms).
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    // A poll under way when the page left may still finish (one membership query, 500 ms).
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
     const at = dashboard.last!.at;
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await new Promise((resolve) => setTimeout(resolve, 800));
     tt.is(dashboard.last!.at, at, 'the page went away: polling stopped');
   });
 }

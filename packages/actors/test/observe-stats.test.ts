@@ -127,7 +127,7 @@ for (const kind of transportKinds()) {
     const [a] = agents;
     const c = await join('ec');
     await eventually(() => a!.workers().length === 3);
-    tt.deepEqual((await listWorkers(reader, 300)).map((w) => w.name).sort(), ['ea', 'eb', 'ec']);
+    tt.deepEqual((await listWorkers(reader, 1_000)).map((w) => w.name).sort(), ['ea', 'eb', 'ec']);
     await c.shutdown();
     await eventually(() => a!.workers().length === 2);
     const s = await queryStats(reader, 'ea');

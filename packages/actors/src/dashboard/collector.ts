@@ -64,7 +64,7 @@ export class Collector {
   /** Workers present at the first poll were there already: no join events for them. */
   private first = true;
 
-  constructor(private readonly transport: Transport, private readonly where: { namespace: string; server: string }, private readonly waitMs = 300) {}
+  constructor(private readonly transport: Transport, private readonly where: { namespace: string; server: string }, private readonly waitMs = 500) {}
 
   /** Polls once: who is there, and what each one says. */
   async poll(): Promise<DashboardState> {
