@@ -40,6 +40,12 @@ export type { StreamOptions } from './streams/stream-consumer.js';
 export { RpcStream } from './streams/rpc-stream.js';
 export { concatMapStream } from './streams/concat-map-stream.js';
 
+// Observing (docs/observability.md)
+export { reportStat } from './observe/report-stat.js';
+export { refreshObservability } from './observe/switch.js';
+export { checkWorkerStats } from './observe/stats-protocol.js';
+export type { WorkerStats, FunctionStats } from './observe/stats-protocol.js';
+
 // Profiling
 export { RpcProfile } from './agent/profiler.js';
 export type { RpcEvent, ProfileOptions, ChromeTraceEvent } from './agent/profiler.js';

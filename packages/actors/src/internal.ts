@@ -23,3 +23,6 @@ export { validateWorkerName, WORKER_NAME_PATTERN } from './worker-info.js';
 export * from './agent/subjects.js';
 export { recordingScope, withoutRecording, openContextCount } from './autograd/tape.js';
 export { CallTensors, collectTensors, outsideCalls, madeByCurrentCall } from './agent/call-tensors.js';
+export { OBSERVE } from './observe/plugin.js';
+export { observing } from './observe/switch.js';
+export { parseTraceparent, formatTraceparent } from './observe/trace-context.js';

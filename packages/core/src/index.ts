@@ -16,6 +16,7 @@ export { Frame } from './owned-frame.js';
 export type {
   Transport,
   TransportStatus,
+  TransportRoute,
   Payload,
   DeferredBytes,
   FrameSink,

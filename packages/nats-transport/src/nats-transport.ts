@@ -27,6 +27,7 @@ import {
   type RequestOptions,
   type SubscribeOptions,
   type Transport,
+  type TransportRoute,
   type TransportStatus,
   type TransportSubscription,
 } from '@tensorbus/core';
@@ -128,6 +129,10 @@ export class NatsTransport implements Transport {
     request.whenDone(() => held.release());
     this.route(request, held.data, options.replySink);
     return request.promise;
+  }
+
+  routeOf(subject: string): TransportRoute {
+    return this.direct?.routeOf(this.prefix + subject) ?? 'nats';
   }
 
   /** Sends `request` on its direct route when it has one (the bus when that did not deliver it), else on the bus. */

@@ -23,6 +23,8 @@ import { CALL, OK, parseReply, type StreamOpen, STREAM } from './call-protocol.j
 import { madeByCurrentCall } from './call-tensors.js';
 import { checkRemoteTiming, Profiler } from './profiler.js';
 import { callSubject } from './subjects.js';
+import { observeCall } from '../observe/call-spans.js';
+import { observing } from '../observe/switch.js';
 
 /**
  * A call awaiting its reply, as the client tracks it: a departure or shutdown
@@ -95,7 +97,10 @@ export class CallClient {
       if (onResult !== undefined) (told ??= []).push(onResult);
     }
     meta.auth = this.auth.seal(to, CALL, fn);
-    const result = this.send(to, [CALL, fn, args, meta], fn, options);
+    // Traced or measured calls (observe/): a span and counts around the send; one check otherwise.
+    const result = observing.on
+      ? observeCall(this.host, this.self, to, fn, meta, this.transport, () => this.send(to, [CALL, fn, args, meta], fn, options))
+      : this.send(to, [CALL, fn, args, meta], fn, options);
     if (told === undefined) return result;
     const observers = told;
     return result.then((value) => {

@@ -18,6 +18,8 @@ import { CallTensors, outsideCalls } from './call-tensors.js';
 import { CALL, ERROR, OK, parseRequest, type CallRequest } from './call-protocol.js';
 import type { WireTiming } from './profiler.js';
 import { callSubject } from './subjects.js';
+import { observeServe } from '../observe/call-spans.js';
+import { observing } from '../observe/switch.js';
 
 /** Serves calls addressed to one worker. */
 export class CallServer {
@@ -160,7 +162,9 @@ export class CallServer {
         result = null;
       } else {
         const run = () => callScope.run({ host: this.host, caller: caller.name, verified: caller.verified, meta: request.meta }, async () => produce());
-        const wrapped = this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run);
+        let wrapped = this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run);
+        // Traced or measured calls (observe/): a span and counts around the whole run; one check otherwise.
+        if (observing.on) wrapped = observeServe(this.host, request.fn, request.meta, caller.verified, message, wrapped);
         if (entry.tidy) made = new CallTensors();
         const startedAt = request.meta.prof === 1 ? performance.now() : 0;
         result = await (made === undefined ? wrapped() : made.run(wrapped));

@@ -18,6 +18,8 @@ import { errorToWire } from '@tensorbus/core/internal';
 import type { CallAuth } from './call-auth.js';
 import type { CallerIdentity } from './call-context.js';
 import { controlSubject } from './subjects.js';
+import { traceHandledControl, traceSentControl } from '../observe/control-spans.js';
+import { observing } from '../observe/switch.js';
 import { isWorkerName } from './wire-checks.js';
 
 /** First element of an authenticated control message. */
@@ -102,7 +104,8 @@ export class ControlChannel {
   private encode(worker: string, message: ControlMessage): Uint8Array {
     // A mistyped kind fails here, where it is sent, not as a silent drop on the receiver.
     this.checkDeclared(message.k);
-    const bytes = defaultCodec.encode(message);
+    // Traced (observe/): an RRef message carries its span's traceparent.
+    const bytes = defaultCodec.encode(observing.tracing ? traceSentControl(this.name, worker, message) : message);
     if (!this.auth) return bytes;
     const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     return defaultCodec.encode([ENVELOPE, body, this.name, this.auth.seal(worker, CONTROL_KIND, '', body)]);
@@ -141,7 +144,7 @@ export class ControlChannel {
     // made its sender known when the call is checked (call-auth.ts).
     let result: unknown;
     try {
-      result = handler(message, sender);
+      result = observing.tracing ? traceHandledControl(this.name, message, sender?.name, () => handler(message, sender)) : handler(message, sender);
     } catch (error) {
       result = Promise.reject(error);
     }

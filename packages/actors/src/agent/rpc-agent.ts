@@ -14,6 +14,7 @@ import { shutdownPlugin, SHUTDOWN } from '../shutdown/plugin.js';
 import { streamsPlugin, STREAMS } from '../streams/plugin.js';
 import { rrefPlugin, RREFS } from '../rref/plugin.js';
 import { autogradPlugin, AUTOGRAD } from '../autograd/plugin.js';
+import { observePlugin } from '../observe/plugin.js';
 import type { DistAutograd } from '../autograd/dist-autograd.js';
 import type { RRefStats } from '../rref/rref-manager.js';
 import type { RRef } from '../rref/rref.js';
@@ -34,6 +35,7 @@ const PLUGINS: readonly AnyPlugin[] = [
   streamsPlugin,
   rrefPlugin,
   autogradPlugin,
+  observePlugin,
 ];
 
 /** The host behind each agent (for the library's own tests and tools: `hostOf` in internal.ts). */

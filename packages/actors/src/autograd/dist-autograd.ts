@@ -18,6 +18,8 @@ import { AutogradContext, differentiable, isLeaf, type RecvRecord } from './cont
 import { ContextLedger } from './context-ledger.js';
 import { creatorOf, GRADS, META_KEY, RELEASE, replyId, tagOf, validCarriers } from './protocol.js';
 import { contextClosed, contextOpened, recordingScope, withoutRecording } from './tape.js';
+import { observeBackward } from '../observe/backward-span.js';
+import { observing } from '../observe/switch.js';
 
 type Tensor = tf.Tensor;
 
@@ -123,7 +125,12 @@ export class DistAutograd implements PluginLifecycle {
    *   'AUTOGRAD_BACKWARD_FAILED' (naming the worker) when any worker fails.
    * @throws RpcTimeoutError when the pass takes longer than `options.timeoutMs`.
    */
-  async backward(contextId: ContextId, roots: Tensor[], options: BackwardOptions = {}): Promise<void> {
+  backward(contextId: ContextId, roots: Tensor[], options: BackwardOptions = {}): Promise<void> {
+    // Traced (observe/): the pass is a span, and the gradients it sends are its children.
+    return observing.tracing ? observeBackward(this.host.name, String(contextId), () => this.runBackward(contextId, roots, options)) : this.runBackward(contextId, roots, options);
+  }
+
+  private async runBackward(contextId: ContextId, roots: Tensor[], options: BackwardOptions): Promise<void> {
     const context = this.require(contextId);
     this.host.checkRunning();
     const timeoutMs = options.timeoutMs ?? this.host.options.rpcTimeoutMs;

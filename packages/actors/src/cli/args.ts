@@ -13,6 +13,10 @@ export interface LaunchArgs {
   scriptArgs: string[];
   /** How long workers may take to stop after an interrupt or a failure before they are killed, ms. */
   graceMs: number | undefined;
+  /** Serve the dashboard of the workers on this port (see `tensorbus dashboard`). */
+  dashboardPort: number | undefined;
+  /** Keep the dashboard up this long after the workers finished, ms. */
+  lingerMs: number;
 }
 
 /** Options of `tensorbus status`. */
@@ -37,23 +41,45 @@ export interface GatewayArgs {
   auth: string | undefined;
 }
 
-export type CliArgs = LaunchArgs | StatusArgs | GatewayArgs | { command: 'help' };
+/** Options of `tensorbus dashboard`. */
+export interface DashboardArgs {
+  command: 'dashboard';
+  server: string | undefined;
+  namespace: string | undefined;
+  port: number;
+  host: string;
+}
+
+/** The dashboard's default port (Ray's, so that habits carry over). */
+export const DASHBOARD_PORT = 8265;
+
+export type CliArgs = LaunchArgs | StatusArgs | GatewayArgs | DashboardArgs | { command: 'help' };
 
 export const USAGE = `usage:
-  tensorbus launch -n N [--names a,b,...] [--namespace NS] [--grace S] script.js [args...]
+  tensorbus launch -n N [--names a,b,...] [--namespace NS] [--grace S] [--dashboard PORT [--linger S]] script.js [args...]
       Starts N processes of script.js with TENSORBUS_NAME, TENSORBUS_RANK,
       TENSORBUS_WORLD_SIZE and NATS_URL set. Starts an embedded nats-server
       when NATS_URL is not set. Exits non-zero, stopping the rest, when one fails.
       Ctrl-C asks every worker to stop (SIGINT); a second Ctrl-C, or --grace
       seconds (default 30), kills them. Exit code: the failing worker's, or 130.
+      --dashboard PORT also serves the workers' dashboard on 127.0.0.1:PORT
+      (0: any free port) and prints its address; --linger S keeps it up S
+      seconds after the workers finished (default 0).
   tensorbus status [--server URL] [--namespace NS] [--wait MS]
-      Lists the workers of a namespace (server: NATS_URL by default).
+      Lists the workers of a namespace (server: NATS_URL by default) with
+      their host, uptime, backend, transport, calls/s and latency, errors,
+      RRefs, autograd contexts, tensors and memory; then the functions each
+      serves and calls, errors by code, reported values and recent events.
   tensorbus gateway [--namespace NS] [--port 8080] [--host H] [--nats URL] [--name N]
                     [--tls-cert FILE --tls-key FILE] [--auth FILE]
       Serves the namespace's workers over XML-RPC (POST /RPC2) until Ctrl-C.
       --auth names a JSON file of basic users, JWT verification and NATS
       identities; without it the gateway listens on loopback only.
-      See docs/gateway.md.`;
+      See docs/gateway.md.
+  tensorbus dashboard [--server URL] [--namespace NS] [--port 8265] [--host 127.0.0.1]
+      Serves a live web page of the namespace's workers (the same as status,
+      plus charts of calls/s and reported values, and events as they happen)
+      until Ctrl-C. Loopback only unless --host says otherwise.`;
 
 /** Parses `argv` (without node and the script); throws Error with a usage hint on bad input. */
 export function parseArgs(argv: string[]): CliArgs {
@@ -61,6 +87,7 @@ export function parseArgs(argv: string[]): CliArgs {
   if (command === 'launch') return parseLaunch(rest);
   if (command === 'status') return parseStatus(rest);
   if (command === 'gateway') return parseGateway(rest);
+  if (command === 'dashboard') return parseDashboard(rest);
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') return { command: 'help' };
   throw new Error(`unknown command '${command}'\n${USAGE}`);
 }
@@ -76,6 +103,8 @@ function parseLaunch(rest: string[]): LaunchArgs {
   let names: string[] | undefined;
   let namespace: string | undefined;
   let graceMs: number | undefined;
+  let dashboardPort: number | undefined;
+  let lingerMs = 0;
   let i = 0;
   for (; i < rest.length; i++) {
     const arg = rest[i]!;
@@ -83,6 +112,8 @@ function parseLaunch(rest: string[]): LaunchArgs {
     else if (arg === '--names') names = take(rest, i++, arg).split(',').filter(Boolean);
     else if (arg === '--namespace') namespace = take(rest, i++, arg);
     else if (arg === '--grace') graceMs = Number(take(rest, i++, arg)) * 1000;
+    else if (arg === '--dashboard') dashboardPort = port(take(rest, i++, arg));
+    else if (arg === '--linger') lingerMs = Number(take(rest, i++, arg)) * 1000;
     else if (arg.startsWith('-')) throw new Error(`unknown option '${arg}'\n${USAGE}`);
     else break;
   }
@@ -93,7 +124,8 @@ function parseLaunch(rest: string[]): LaunchArgs {
   names ??= Array.from({ length: count }, (_, k) => `worker${k}`);
   if (names.length !== count) throw new Error(`--names lists ${names.length} names for -n ${count}`);
   if (graceMs !== undefined && !(graceMs >= 0)) throw new Error(`--grace must be a number of seconds\n${USAGE}`);
-  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1), graceMs };
+  if (!(lingerMs >= 0)) throw new Error(`--linger must be a number of seconds\n${USAGE}`);
+  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1), graceMs, dashboardPort, lingerMs };
 }
 
 function parseStatus(rest: string[]): StatusArgs {
@@ -127,5 +159,24 @@ function parseGateway(rest: string[]): GatewayArgs {
   }
   if (!Number.isInteger(out.port) || out.port < 0 || out.port > 65535) throw new Error(`--port must be a port number\n${USAGE}`);
   if ((out.tlsCert === undefined) !== (out.tlsKey === undefined)) throw new Error(`--tls-cert and --tls-key go together\n${USAGE}`);
+  return out;
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new Error(`a port is an integer from 0 to 65535, got '${value}'\n${USAGE}`);
+  return n;
+}
+
+function parseDashboard(rest: string[]): DashboardArgs {
+  const out: DashboardArgs = { command: 'dashboard', server: process.env.NATS_URL, namespace: process.env.TENSORBUS_NAMESPACE, port: DASHBOARD_PORT, host: '127.0.0.1' };
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === '--server' || arg === '-s') out.server = take(rest, i++, arg);
+    else if (arg === '--namespace') out.namespace = take(rest, i++, arg);
+    else if (arg === '--port' || arg === '-p') out.port = port(take(rest, i++, arg));
+    else if (arg === '--host') out.host = take(rest, i++, arg);
+    else throw new Error(`unknown option '${arg}'\n${USAGE}`);
+  }
   return out;
 }

@@ -31,6 +31,14 @@ function say(line: string): void {
   process.stderr.write(`[tensorbus] ${line}\n`);
 }
 
+/** Starts the dashboard of the launched namespace (`--dashboard PORT`) and says where it is. */
+async function startLaunchDashboard(url: string, args: LaunchArgs): Promise<{ url: string; close(): Promise<void> }> {
+  const { startDashboardFor } = await import('./dashboard.js');
+  const dashboard = await startDashboardFor({ server: url, namespace: args.namespace, port: args.dashboardPort!, host: '127.0.0.1', poll: 'always' });
+  say(`dashboard: ${dashboard.url}`);
+  return dashboard;
+}
+
 /** Runs the launch; resolves with the exit code for the launcher. */
 export async function launch(args: LaunchArgs): Promise<number> {
   let url = process.env.NATS_URL;
@@ -45,6 +53,7 @@ export async function launch(args: LaunchArgs): Promise<number> {
     url = started.url;
     say(`started an embedded nats-server at ${url} (pid ${started.pid})`);
   }
+  const dashboard = args.dashboardPort === undefined ? undefined : await startLaunchDashboard(url, args);
   const graceMs = args.graceMs ?? DEFAULT_GRACE_MS;
   const width = Math.max(...args.names.map((n) => n.length));
   const children = new Map<string, ChildProcess>();
@@ -124,8 +133,21 @@ export async function launch(args: LaunchArgs): Promise<number> {
   );
   await Promise.all(exits);
   clearTimeout(killTimer);
+  if (dashboard !== undefined && args.lingerMs > 0 && interrupts === 0) {
+    say(`the workers finished; the dashboard stays at ${dashboard.url} for ${args.lingerMs / 1000} s (Ctrl-C to stop)`);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, args.lingerMs);
+      const stop = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+  }
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
+  await dashboard?.close();
   await server?.stop();
   return exitCode;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `tensorbus` command: `launch`, `status` and `gateway`.
+ * The `tensorbus` command: `launch`, `status`, `gateway` and `dashboard`.
  * @module
  */
 import { parseArgs, USAGE } from './args.js';
@@ -13,6 +13,7 @@ async function main(): Promise<number> {
   }
   if (args.command === 'launch') return (await import('./launch.js')).launch(args);
   if (args.command === 'gateway') return (await import('./gateway-command.js')).gateway(args);
+  if (args.command === 'dashboard') return (await import('./dashboard.js')).dashboard(args);
   return (await import('./status.js')).status(args);
 }
 

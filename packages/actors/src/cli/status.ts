@@ -1,51 +1,110 @@
 /**
- * `tensorbus status`: lists the workers of a namespace by asking them.
+ * `tensorbus status`: lists the workers of a namespace by asking them, with
+ * what each one's stats query answers (docs/observability.md) as tables:
+ * the workers, the functions they serve and call, and recent events.
  * @module
  */
-import { defaultCodec } from '@tensorbus/core';
+import type { Transport } from '@tensorbus/core';
 import { loadNatsTransport } from '../nats-loader.js';
-import { MEMBERS_SUBJECT } from '../agent/subjects.js';
+import { listWorkers as askWorkers, queryStats } from '../observe/stats-reader.js';
+import type { FunctionStats, WorkerStats } from '../observe/stats-protocol.js';
+import { formatBytes, formatTable, formatUptime } from './table.js';
 import type { StatusArgs } from './args.js';
 
-/** A worker as `status` lists it. */
+/** A worker as `status` lists it: its name and id, and its stats when it answered the stats query. */
 export interface WorkerStatus {
   name: string;
   id: number;
+  stats?: WorkerStats;
 }
 
-/** Asks every worker of the namespace to answer within `waitMs`. */
+/** Seconds over which `status` shows rates. */
+const RATE_WINDOW_S = 10;
+
+/** Connects to the namespace as a plain client (not a member). */
+export async function connectReader(server: string | undefined, namespace: string | undefined, name: string): Promise<Transport> {
+  if (!server) throw new Error('no server: pass --server nats://host:port or set NATS_URL');
+  const { natsTransport } = await loadNatsTransport('`tensorbus status` and `tensorbus dashboard` talk to NATS', 'where @tensorbus/actors is installed');
+  return natsTransport({ servers: server.split(','), namespace, name });
+}
+
+/** Asks every worker of the namespace to answer within `waitMs`, then each one for its stats. */
 export async function listWorkers(args: StatusArgs): Promise<WorkerStatus[]> {
-  if (!args.server) throw new Error('no server: pass --server nats://host:port or set NATS_URL');
-  const { natsTransport } = await loadNatsTransport('`tensorbus status` talks to NATS', 'where @tensorbus/actors is installed');
-  const transport = await natsTransport({ servers: args.server.split(','), namespace: args.namespace, name: 'tensorbus-status' });
-  const found = new Map<string, WorkerStatus>();
-  const inbox = `tb.status.${process.pid}.${Date.now()}`;
-  const subscription = transport.subscribe(inbox, (message) => {
-    try {
-      const here = defaultCodec.decode(message.data) as { n?: unknown; id?: unknown };
-      if (typeof here.n === 'string' && typeof here.id === 'number') found.set(here.n, { name: here.n, id: here.id });
-    } catch {
-      // Not an answer: ignore.
-    }
-  });
-  await transport.flush();
-  transport.publish(MEMBERS_SUBJECT, defaultCodec.encode({ k: 'query', reply: inbox }));
-  await new Promise((resolve) => setTimeout(resolve, args.waitMs));
-  subscription.unsubscribe();
-  await transport.close();
-  return [...found.values()].sort((a, b) => a.id - b.id || (a.name < b.name ? -1 : 1));
+  const transport = await connectReader(args.server, args.namespace, 'tensorbus-status');
+  try {
+    const workers = await askWorkers(transport, args.waitMs);
+    const stats = await Promise.all(workers.map((w) => queryStats(transport, w.name, RATE_WINDOW_S, Math.max(args.waitMs, 1_000))));
+    return workers.map((w, i) => (stats[i] ? { ...w, stats: stats[i] } : w));
+  } finally {
+    await transport.close();
+  }
 }
 
-/** Prints the workers as a table; returns the exit code. */
+/** Calls per second, mean latency (ms) and errors of `functions` over the last `seconds`. */
+export function rates(functions: FunctionStats[], seconds: number, nowS = Math.floor(Date.now() / 1000)): { perSecond: number; meanMs: number; errors: number; calls: number } {
+  let calls = 0;
+  let errors = 0;
+  let totalMs = 0;
+  for (const f of functions) {
+    for (const [second, c, e, ms] of f.buckets) {
+      if (second <= nowS - seconds) continue;
+      calls += c;
+      errors += e;
+      totalMs += ms;
+    }
+  }
+  return { perSecond: calls / seconds, meanMs: calls > 0 ? totalMs / calls : 0, errors, calls };
+}
+
+/** The status report as text (tables). */
+export function formatStatus(workers: WorkerStatus[], where: string): string {
+  if (workers.length === 0) return `no workers in ${where}\n`;
+  const lines = [`${workers.length} worker(s) in ${where}`];
+  lines.push(
+    formatTable(
+      ['id', 'name', 'host', 'pid', 'uptime', 'backend', 'transport', 'calls/s', 'ms', 'errors', 'in flight', 'rrefs o/u', 'contexts', 'tensors', 'tensor mem', 'rss'],
+      workers.map(({ id, name, stats: s }) => {
+        if (s === undefined) return [String(id), name, '(no stats answer)'];
+        const served = rates(s.served, RATE_WINDOW_S);
+        const errors = Object.values(s.errors).reduce((n, e) => n + e, 0);
+        return [
+          String(id), name, s.host, String(s.pid), formatUptime(s.uptimeS), s.backend, s.transport,
+          served.perSecond.toFixed(1), served.meanMs.toFixed(2), String(errors), String(s.inFlight),
+          `${s.rrefs.owned}/${s.rrefs.used}`, String(s.contexts), String(s.tensors), formatBytes(s.tensorBytes), formatBytes(s.rssBytes),
+        ];
+      }),
+    ),
+  );
+  const functionRows: string[][] = [];
+  for (const { name, stats: s } of workers) {
+    if (s === undefined) continue;
+    for (const [side, list] of [['served', s.served], ['made', s.made]] as const) {
+      for (const f of list) {
+        const r = rates([f], RATE_WINDOW_S);
+        functionRows.push([name, side, f.fn, r.perSecond.toFixed(1), r.meanMs.toFixed(2), String(r.errors), String(f.total)]);
+      }
+    }
+  }
+  if (functionRows.length > 0) {
+    lines.push('', `functions (rates over the last ${RATE_WINDOW_S} s; totals since the first stats query)`);
+    lines.push(formatTable(['worker', 'side', 'function', 'calls/s', 'ms', 'errors', 'total'], functionRows));
+  }
+  const errorRows = workers.flatMap(({ name, stats: s }) => (s ? Object.entries(s.errors).map(([code, n]) => [name, code, String(n)]) : []));
+  if (errorRows.length > 0) lines.push('', 'errors by code', formatTable(['worker', 'code', 'count'], errorRows));
+  const reportedRows = workers.flatMap(({ name, stats: s }) => (s ? Object.entries(s.reported).map(([stat, v]) => [name, stat, String(Number(v.toPrecision(6)))]) : []));
+  if (reportedRows.length > 0) lines.push('', 'reported', formatTable(['worker', 'stat', 'value'], reportedRows));
+  const events = new Map<string, { at: number; kind: string; worker: string }>();
+  for (const { stats: s } of workers) for (const e of s?.events ?? []) events.set(`${e.kind} ${e.worker} ${Math.round(e.at / 1000)}`, e);
+  if (events.size > 0) {
+    const recent = [...events.values()].sort((a, b) => a.at - b.at).slice(-20);
+    lines.push('', 'events', formatTable(['time', 'event', 'worker'], recent.map((e) => [new Date(e.at).toISOString().slice(11, 19), e.kind, e.worker])));
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** Prints the workers as tables; returns the exit code. */
 export async function status(args: StatusArgs): Promise<number> {
   const workers = await listWorkers(args);
-  const ns = args.namespace ?? '(default)';
-  if (workers.length === 0) {
-    process.stdout.write(`no workers in namespace ${ns} on ${args.server}\n`);
-    return 0;
-  }
-  process.stdout.write(`${workers.length} worker(s) in namespace ${ns} on ${args.server}\n`);
-  process.stdout.write(`${'id'.padStart(4)}  name\n`);
-  for (const w of workers) process.stdout.write(`${String(w.id).padStart(4)}  ${w.name}\n`);
+  process.stdout.write(formatStatus(workers, `namespace ${args.namespace ?? '(default)'} on ${args.server}`));
   return 0;
 }

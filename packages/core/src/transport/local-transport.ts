@@ -19,6 +19,7 @@ import {
   type RequestOptions,
   type SubscribeOptions,
   type Transport,
+  type TransportRoute,
   type TransportStatus,
   type TransportSubscription,
 } from './transport.js';
@@ -170,6 +171,10 @@ class LocalTransport implements Transport {
   readonly serving = new Set<Unanswered>();
   private readonly mine = new Set<Listener>();
   private readonly pending = new Set<(error: Error) => void>();
+
+  routeOf(): TransportRoute {
+    return 'in-process';
+  }
 
   constructor(private readonly bus: LocalBus, maxPayload: number) {
     this.maxPayload = maxPayload;

@@ -240,6 +240,9 @@ export interface BeaconSlot {
 }
 
 /** Moves bytes between workers. */
+/** How a request travels (see {@link Transport.routeOf}). */
+export type TransportRoute = 'in-process' | 'shm' | 'tcp' | 'nats';
+
 export interface Transport {
   /** `'local'`, `'nats'`, … for logs and diagnostics. */
   readonly kind: string;
@@ -277,6 +280,12 @@ export interface Transport {
    * thread) or cannot start one here; the caller then does without.
    */
   startBeacon?(spec: BeaconSpec): BeaconSlot | undefined;
+  /**
+   * Optional. The route a request to `subject` would take now, for traces
+   * and the stats query: `'in-process'`, `'shm'` (shared memory), `'tcp'`
+   * (the direct data plane) or `'nats'`. Never throws.
+   */
+  routeOf?(subject: string): TransportRoute;
   /** Resolves once everything published so far has been handed to the bus. */
   flush(): Promise<void>;
   /** Closes the transport; pending requests reject with `ShutdownError`. */

@@ -3,7 +3,10 @@
  * applies batched updates; `trainer1..N` compute gradients on their shards of
  * the iris data. Run through the launcher:
  *
- *   tensorbus launch -n 5 --names ps,trainer1,trainer2,trainer3,trainer4 main.js [--epochs 60]
+ *   tensorbus launch -n 5 --names ps,trainer1,trainer2,trainer3,trainer4 main.js [--epochs 60] [--pace MS]
+ *
+ * `--pace MS` makes the trainers pause at each epoch (`npm run demo` uses it
+ * so that the dashboard it serves shows the learning as it happens).
  *
  * The server prints progress each epoch with held-out accuracy, writes the
  * curves to `out/parameter-server.svg` (and `.json`) and the final accuracy.
@@ -12,7 +15,7 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tf, tensorBackend } from '@tensorbus/core';
-import { initRpc, type RpcAgent } from '@tensorbus/actors';
+import { initRpc, reportStat, type RpcAgent } from '@tensorbus/actors';
 import type * as TfNamespace from '@tensorflow/tfjs';
 import { progressBar } from '../common/progress.js';
 import { writeChart } from '../common/svg-chart.js';
@@ -26,6 +29,8 @@ interface Settings {
   batchSize: number;
   learningRate: number;
   out: string;
+  /** Trainers pause this long at each epoch, ms (the demo slows down so that its dashboard can be watched). */
+  paceMs: number;
 }
 
 function settings(argv: string[]): Settings {
@@ -35,6 +40,7 @@ function settings(argv: string[]): Settings {
     batchSize: Number(value('--batch-size', '8')),
     learningRate: Number(value('--lr', '0.02')),
     out: resolve(value('--out', 'out')),
+    paceMs: Number(value('--pace', '0')),
   };
 }
 
@@ -49,6 +55,10 @@ async function runServer(agent: RpcAgent, s: Settings): Promise<void> {
     const train = evaluate(ps.params, data.train.features, data.train.labels);
     const test = evaluate(ps.params, data.test.features, data.test.labels);
     curve.push({ epoch, trainLoss: train.loss, testLoss: test.loss, testAccuracy: test.accuracy });
+    // Shown by `tensorbus status` and plotted by the dashboard (`npm run demo` serves it).
+    reportStat(agent, 'train_loss', train.loss);
+    reportStat(agent, 'test_accuracy', test.accuracy);
+    reportStat(agent, 'epoch', epoch);
     console.log(`epoch ${String(epoch).padStart(3)}/${s.epochs} ${progressBar(epoch, s.epochs)}  train loss ${train.loss.toFixed(3)}  test accuracy ${(100 * test.accuracy).toFixed(1)}%`);
   };
   const ps = hostParameterServer(trainers, s.learningRate, (step) => {
@@ -83,6 +93,8 @@ async function runTrainer(agent: RpcAgent, s: Settings): Promise<void> {
   const stepsPerEpoch = Math.ceil(Math.ceil(data.train.labels.length / trainers) / s.batchSize);
   let params: TfNamespace.Tensor[] = await agent.rpcSync('ps', fetchParams, []);
   for (let epoch = 0; epoch < s.epochs; epoch++) {
+    reportStat(agent, 'epoch', epoch);
+    if (s.paceMs > 0) await new Promise((resolve) => setTimeout(resolve, s.paceMs));
     for (let step = 0; step < stepsPerEpoch; step++) {
       const from = (step * s.batchSize) % mine.labels.length;
       const rows = Array.from({ length: s.batchSize }, (_, k) => (from + k) % mine.labels.length);

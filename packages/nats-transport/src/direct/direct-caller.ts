@@ -126,6 +126,11 @@ export class DirectCaller {
     });
   }
 
+  /** How requests on `route` travel: in this host's shared memory, or over TCP. */
+  medium(route: DirectOffer): 'shm' | 'tcp' {
+    return this.segments !== undefined && route.hostId === this.self && !this.noSharedMemory.has(`${route.host}:${route.port}`) ? 'shm' : 'tcp';
+  }
+
   /** True when `route` can be used from here (a loopback endpoint only on the same host). */
   usable(route: DirectOffer): boolean {
     return reachableFromHere(route);

@@ -161,6 +161,12 @@ export class DirectPlane {
     return this.routes.has(subject);
   }
 
+  /** How a request to `subject` goes now: shared memory or TCP on a learnt route, else undefined (the bus). */
+  routeOf(subject: string): 'shm' | 'tcp' | undefined {
+    const route = this.routes.get(subject);
+    return route === undefined ? undefined : this.caller.medium(route);
+  }
+
   /**
    * Sends a request on the route learnt for `subject`. Resolves undefined when
    * there is none, or it did not deliver the request (the route is then

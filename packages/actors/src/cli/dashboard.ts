@@ -1,0 +1,38 @@
+/**
+ * `tensorbus dashboard`: serves the live dashboard of a namespace until
+ * interrupted (docs/observability.md).
+ * @module
+ */
+import { startDashboard } from '../dashboard/dashboard.js';
+import type { DashboardArgs } from './args.js';
+import { connectReader } from './status.js';
+
+/** Address shown for a server listening on every interface. */
+const ANY = new Set(['0.0.0.0', '::', '[::]']);
+
+/** Starts the dashboard of the namespace `args` name; prints its address. */
+export async function startDashboardFor(args: { server: string | undefined; namespace: string | undefined; port: number; host: string; poll?: 'watched' | 'always' }): Promise<{ url: string; close(): Promise<void> }> {
+  const transport = await connectReader(args.server, args.namespace, 'tensorbus-dashboard');
+  try {
+    const dashboard = await startDashboard({ transport, namespace: args.namespace ?? '(default)', server: args.server!, port: args.port, host: args.host, poll: args.poll });
+    if (!['127.0.0.1', 'localhost', '::1'].includes(args.host)) {
+      process.stderr.write(`[tensorbus] the dashboard listens on ${args.host}: anyone who can reach this port sees the namespace's workers (no authentication)\n`);
+    }
+    return { url: ANY.has(args.host) ? dashboard.url.replace(/\/\/[^/]+:/, '//127.0.0.1:') : dashboard.url, close: () => dashboard.close() };
+  } catch (error) {
+    await transport.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Runs `tensorbus dashboard` until SIGINT/SIGTERM; returns the exit code. */
+export async function dashboard(args: DashboardArgs): Promise<number> {
+  const running = await startDashboardFor(args);
+  process.stdout.write(`tensorbus dashboard of namespace ${args.namespace ?? '(default)'} on ${args.server}: ${running.url}\n`);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+  await running.close();
+  return signal === 'SIGINT' ? 130 : 143;
+}

@@ -1,0 +1,65 @@
+/**
+ * The observe plugin: keeps this worker's observations (observe/), answers
+ * the stats query on the control channel, records membership events, and
+ * keeps the call path's switch fresh while the worker runs. See
+ * docs/observability.md.
+ * @module
+ */
+import type { Subscription } from 'rxjs';
+import { PluginKey, type AgentHost, type PluginLifecycle, type ProtocolPlugin } from '../agent/host.js';
+import { StatsResponder } from './stats-responder.js';
+import { STATS, STATS_CONTROL_KINDS, windowOf } from './stats-protocol.js';
+import { instrumentsNow } from './instruments.js';
+import { agentStarted, agentStopped, observing, onRefresh } from './switch.js';
+import { forget, observe, type WorkerObservations } from './worker-observations.js';
+
+/** One worker's observing. */
+export class WorkerObserving implements PluginLifecycle {
+  readonly observations: WorkerObservations;
+  readonly stats: StatsResponder;
+  private readonly subscriptions: Subscription[] = [];
+  private started = false;
+
+  constructor(private readonly host: AgentHost) {
+    this.observations = observe(host);
+    this.stats = new StatsResponder(host, this.observations);
+    host.onControl(STATS, (message) => this.stats.answer(windowOf(message)));
+  }
+
+  async whenRunning(): Promise<void> {
+    this.started = true;
+    agentStarted();
+    let known = new Set(this.host.members.list().map((w) => w.name));
+    this.subscriptions.push(
+      this.host.members.membership$.subscribe((members) => {
+        const now = new Set(members.map((w) => w.name));
+        for (const name of now) if (!known.has(name)) this.observations.event('join', name);
+        known = now;
+      }),
+      this.host.members.gone$.subscribe(({ name, reason }) => this.observations.event(reason === 'left' ? 'leave' : 'fail', name)),
+    );
+  }
+
+  stopped(): void {
+    for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
+    forget(this.host);
+    if (this.started) agentStopped();
+    this.started = false;
+  }
+}
+
+// The gauges of running workers exist as soon as a meter provider is registered, before any call.
+onRefresh(() => {
+  if (observing.metering) instrumentsNow();
+});
+
+/** The key of the observe plugin. */
+export const OBSERVE = new PluginKey<WorkerObserving>('observe');
+
+/** The observe protocol: the stats query. */
+export const observePlugin: ProtocolPlugin<WorkerObserving> = {
+  key: OBSERVE,
+  kinds: STATS_CONTROL_KINDS,
+  functions: [],
+  install: (host) => new WorkerObserving(host),
+};

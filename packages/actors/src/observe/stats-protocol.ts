@@ -1,0 +1,114 @@
+/**
+ * The stats query: a control message `{ k: 'stats', w }` to a worker's
+ * control subject (`tb.ctl.<name>`), answered with a {@link WorkerStats}
+ * snapshot. Anyone connected to the namespace may ask (no membership needed:
+ * `tensorbus status` and the dashboard are plain clients). Each side checks
+ * what it receives: the worker bounds `w`, the reader checks the snapshot's
+ * shape and sizes before using it.
+ *
+ *   query: { k: 'stats', w: seconds of history (1..300, default 60) }
+ *   reply: WorkerStats                     (or nothing, beyond the rate limit)
+ * @module
+ */
+import { RING_SECONDS } from './call-rings.js';
+
+/** The control kind of the stats query. */
+export const STATS = 'stats';
+/** The control kinds of the observe plugin. */
+export const STATS_CONTROL_KINDS: readonly string[] = [STATS];
+/** Seconds of history a query gets unless it asks otherwise. */
+export const DEFAULT_WINDOW_S = 60;
+/** Functions listed per side in a snapshot (the busiest). */
+export const MAX_LISTED_FUNCTIONS = 32;
+/** Snapshots a worker makes per second at most; further queries get the last one. */
+export const SNAPSHOTS_PER_SECOND = 4;
+/** Replies a worker sends per second at most; further queries are dropped (the asker times out). */
+export const REPLIES_PER_SECOND = 50;
+
+/** One second of one function: `[unix second, calls, errors, summed ms, longest ms]`. */
+export type WireBucket = [number, number, number, number, number];
+
+/** One function's recent calls. */
+export interface FunctionStats {
+  fn: string;
+  /** Calls since this worker began observing. */
+  total: number;
+  buckets: WireBucket[];
+}
+
+/** What a worker answers to a stats query. */
+export interface WorkerStats {
+  v: 1;
+  name: string;
+  id: number;
+  host: string;
+  pid: number;
+  /** Unix ms when the worker started; and seconds since. */
+  startedAt: number;
+  uptimeS: number;
+  /** The tfjs backend (tensorBackend()). */
+  backend: string;
+  /** The transport's kind, and the route the last call to each peer took. */
+  transport: string;
+  routes: Record<string, string>;
+  /** Members this worker sees. */
+  members: string[];
+  /** Seconds of history in `served` and `made`. */
+  window: number;
+  served: FunctionStats[];
+  made: FunctionStats[];
+  /** Failed calls (made or served) by error code, since observing began. */
+  errors: Record<string, number>;
+  inFlight: number;
+  rrefs: { owned: number; used: number };
+  contexts: number;
+  tensors: number;
+  tensorBytes: number;
+  wasmHeapBytes: number;
+  rssBytes: number;
+  heapUsedBytes: number;
+  /** Recent joins, leaves and failures this worker saw. */
+  events: Array<{ at: number; kind: 'join' | 'leave' | 'fail'; worker: string }>;
+  /** Values the application reported (`reportStat`). */
+  reported: Record<string, number>;
+}
+
+/** The history a query asks for, bounded: `w` seconds when it is an integer in 1..300, else the default. */
+export function windowOf(message: { [field: string]: unknown }): number {
+  const w = message.w;
+  return typeof w === 'number' && Number.isInteger(w) && w >= 1 && w <= RING_SECONDS ? w : DEFAULT_WINDOW_S;
+}
+
+const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+const isText = (s: unknown, max = 256): s is string => typeof s === 'string' && s.length <= max;
+const isRecordOf = (o: unknown, check: (v: unknown) => boolean, max: number): o is Record<string, never> =>
+  typeof o === 'object' && o !== null && !Array.isArray(o) && Object.keys(o).length <= max && Object.entries(o).every(([k, v]) => k.length <= 128 && check(v));
+
+function isFunctionStats(f: unknown): f is FunctionStats {
+  const s = f as FunctionStats;
+  return (
+    typeof s === 'object' && s !== null && isText(s.fn) && isCount(s.total) && Array.isArray(s.buckets) && s.buckets.length <= RING_SECONDS &&
+    s.buckets.every((b) => Array.isArray(b) && b.length === 5 && b.every(isCount))
+  );
+}
+
+/**
+ * The snapshot `value` is, or undefined when it is not one (a reply comes
+ * from the network: every field is checked for type and size).
+ */
+export function checkWorkerStats(value: unknown): WorkerStats | undefined {
+  const s = value as WorkerStats;
+  if (typeof s !== 'object' || s === null || s.v !== 1) return undefined;
+  const ok =
+    isText(s.name, 127) && Number.isSafeInteger(s.id) && isText(s.host) && isCount(s.pid) && isCount(s.startedAt) && isCount(s.uptimeS) &&
+    isText(s.backend, 32) && isText(s.transport, 32) && isRecordOf(s.routes, (r) => isText(r, 32), 256) &&
+    Array.isArray(s.members) && s.members.length <= 10_000 && s.members.every((m) => isText(m, 127)) &&
+    isCount(s.window) && Array.isArray(s.served) && s.served.length <= MAX_LISTED_FUNCTIONS && s.served.every(isFunctionStats) &&
+    Array.isArray(s.made) && s.made.length <= MAX_LISTED_FUNCTIONS && s.made.every(isFunctionStats) &&
+    isRecordOf(s.errors, isCount, 65) && isCount(s.inFlight) && typeof s.rrefs === 'object' && s.rrefs !== null && isCount(s.rrefs.owned) && isCount(s.rrefs.used) &&
+    isCount(s.contexts) && isCount(s.tensors) && isCount(s.tensorBytes) && isCount(s.wasmHeapBytes) && isCount(s.rssBytes) && isCount(s.heapUsedBytes) &&
+    Array.isArray(s.events) && s.events.length <= 100 &&
+    s.events.every((e) => typeof e === 'object' && e !== null && isCount(e.at) && (e.kind === 'join' || e.kind === 'leave' || e.kind === 'fail') && isText(e.worker, 127)) &&
+    isRecordOf(s.reported, (v) => typeof v === 'number' && Number.isFinite(v), 64);
+  return ok ? s : undefined;
+}

@@ -1,0 +1,84 @@
+/**
+ * A worker's answer to stats queries: a snapshot of its observations and
+ * resources, made at most {@link SNAPSHOTS_PER_SECOND} times a second (later
+ * queries within the same quarter second get the same snapshot), and sent at
+ * most {@link REPLIES_PER_SECOND} times a second. The first query turns the
+ * measuring of calls on for the next ten minutes (switch.ts): until then the
+ * worker measured nothing, so the first snapshot's history is empty.
+ * @module
+ */
+import { hostname } from 'node:os';
+import { tensorBackend } from '@tensorbus/core';
+import type { AgentHost } from '../agent/host.js';
+import type { SecondBucket } from './call-rings.js';
+import { readResources } from './resources.js';
+import { MAX_LISTED_FUNCTIONS, REPLIES_PER_SECOND, SNAPSHOTS_PER_SECOND, type FunctionStats, type WorkerStats } from './stats-protocol.js';
+import { statsWatched } from './switch.js';
+import type { WorkerObservations } from './worker-observations.js';
+
+const wire = (list: Array<{ fn: string; total: number; buckets: SecondBucket[] }>): FunctionStats[] =>
+  list.map(({ fn, total, buckets }) => ({ fn, total, buckets: buckets.map((b) => [b.second, b.calls, b.errors, b.totalMs, b.maxMs]) }));
+
+/** Answers the stats queries of one worker. */
+export class StatsResponder {
+  /** Queries dropped over the rate limit. */
+  dropped = 0;
+  private last: { at: number; window: number; stats: WorkerStats } | undefined;
+  private second = 0;
+  private repliesThisSecond = 0;
+
+  constructor(private readonly host: AgentHost, private readonly observations: WorkerObservations) {}
+
+  /** The reply to a query for `window` seconds, or undefined when over the rate limit. */
+  answer(window: number): WorkerStats | undefined {
+    statsWatched();
+    const now = Date.now();
+    const second = Math.floor(now / 1000);
+    if (second !== this.second) {
+      this.second = second;
+      this.repliesThisSecond = 0;
+    }
+    if (++this.repliesThisSecond > REPLIES_PER_SECOND) {
+      this.dropped++;
+      return undefined;
+    }
+    if (this.last === undefined || this.last.window !== window || now - this.last.at >= 1000 / SNAPSHOTS_PER_SECOND) {
+      this.last = { at: now, window, stats: this.snapshot(window) };
+    }
+    return this.last.stats;
+  }
+
+  private snapshot(window: number): WorkerStats {
+    const host = this.host;
+    const o = this.observations;
+    const r = readResources(host);
+    const self = host.members.self;
+    return {
+      v: 1,
+      name: host.name,
+      id: self.id,
+      host: hostname(),
+      pid: process.pid,
+      startedAt: o.startedAt,
+      uptimeS: Math.round((Date.now() - o.startedAt) / 1000),
+      backend: tensorBackend(),
+      transport: host.transport.kind,
+      routes: Object.fromEntries([...o.routes].slice(0, 256)),
+      members: host.members.list().map((w) => w.name),
+      window,
+      served: wire(o.served.recent(window, MAX_LISTED_FUNCTIONS)),
+      made: wire(o.made.recent(window, MAX_LISTED_FUNCTIONS)),
+      errors: Object.fromEntries(o.errors),
+      inFlight: r.inFlight,
+      rrefs: { owned: r.rrefsOwned, used: r.rrefsUsed },
+      contexts: r.contexts,
+      tensors: r.tensors,
+      tensorBytes: r.tensorBytes,
+      wasmHeapBytes: r.wasmHeapBytes,
+      rssBytes: r.rssBytes,
+      heapUsedBytes: r.heapUsedBytes,
+      events: [...o.events],
+      reported: Object.fromEntries(o.reported),
+    };
+  }
+}
