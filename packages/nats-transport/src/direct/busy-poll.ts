@@ -7,8 +7,12 @@
  * On the virtual machines this was measured on, a vCPU that halts takes tens
  * of microseconds to wake: more than a small call's whole work. While a
  * `setImmediate` is queued, libuv polls its sockets without blocking, so the
- * process never halts in the window. The window costs CPU only when the
- * answer comes later than it: such windows are misses, and after
+ * process never halts in the window. Polling through a long wait costs more
+ * than the wakeup it saves (the spinning core is taken from the peer's
+ * helper threads and everything else), so no window opens while answers
+ * have been taking longer than {@link LONG_WAIT_SHARE} of the window on
+ * average (every send and the next arrival are timed, polled or not). A
+ * window whose answer does not come is a miss, and after
  * {@link MISSES_BEFORE_BACKOFF} misses in a row polling stops for a growing
  * number of sends (up to {@link MAX_SKIP}), and starts again after an answer
  * that lands inside a window. A process whose peers answer slowly (they
@@ -23,7 +27,15 @@ import { InvalidArgumentError } from '@tensorbus/core';
 import { machineCrowded } from './runnable-threads.js';
 
 /** Default window, µs (`TENSORBUS_BUSY_POLL_US` overrides it; 0 turns polling off). */
-export const DEFAULT_BUSY_POLL_US = 200;
+export const DEFAULT_BUSY_POLL_US = 500;
+/**
+ * No window opens while answers take, on average, longer than this share of
+ * the window: polling through a wait that long costs the machine more CPU
+ * than the wakeup it saves.
+ */
+export const LONG_WAIT_SHARE = 0.5;
+/** Weight of the newest wait in the running average. */
+const WAIT_WEIGHT = 0.25;
 /** Longest window accepted, µs. */
 export const MAX_BUSY_POLL_US = 10_000;
 /** Windows in a row without an answer before polling backs off. */
@@ -43,6 +55,8 @@ export interface BusyPollStats {
   skipped: number;
   /** Sends that opened no window, and windows ended, because the machine had no core to spare. */
   crowded: number;
+  /** Sends that opened no window because answers have been taking long (see {@link LONG_WAIT_SHARE}). */
+  slow: number;
 }
 
 /** The busy polling of one process (one event loop): see the module's comment. */
@@ -57,7 +71,10 @@ export class BusyPoll {
   private skipLeft = 0;
   /** The next backoff after misses (reset by a hit). */
   private nextSkip = 1;
-  private readonly counts: BusyPollStats = { hits: 0, misses: 0, skipped: 0, crowded: 0 };
+  private readonly counts: BusyPollStats = { hits: 0, misses: 0, skipped: 0, crowded: 0, slow: 0 };
+  /** Running average of the time from a send to the next bytes that arrive, ms; the time of the last send not yet answered. */
+  private averageWaitMs = 0;
+  private awaitingSince: number | undefined;
   /** When the open window last checked the machine, ms. */
   private checkedAt = 0;
   private readonly tick = () => this.onTick();
@@ -91,12 +108,18 @@ export class BusyPoll {
   /** Something was sent whose answer may come soon: poll until it does or the window ends. */
   sent(): void {
     if (this.windowMs === 0) return;
+    const sentAt = performance.now();
+    this.awaitingSince ??= sentAt;
+    if (!this.polling && this.averageWaitMs > this.windowMs * LONG_WAIT_SHARE) {
+      this.counts.slow++;
+      return;
+    }
     if (this.skipLeft > 0 && !this.polling) {
       this.skipLeft--;
       this.counts.skipped++;
       return;
     }
-    const now = performance.now();
+    const now = sentAt;
     if (!this.polling && this.crowdedProbe(now)) {
       this.counts.crowded++;
       return;
@@ -111,6 +134,10 @@ export class BusyPoll {
 
   /** Bytes arrived on a direct route. */
   received(): void {
+    if (this.awaitingSince !== undefined) {
+      this.averageWaitMs += WAIT_WEIGHT * (performance.now() - this.awaitingSince - this.averageWaitMs);
+      this.awaitingSince = undefined;
+    }
     if (!this.polling || this.answered) return;
     this.answered = true;
     this.counts.hits++;
