@@ -6,7 +6,10 @@
  * same process (the machine's noise hits both alike); medians of the rounds
  * are reported.
  *
- *   npm run bench:tracing -- [--rounds 7] [--calls 3000]
+ * With `--doc`, the table is written into that doc (docs/observability.md)
+ * between its markers.
+ *
+ *   npm run bench:tracing -- [--rounds 7] [--calls 3000] [--doc docs/observability.md]
  * @module
  */
 import { trace } from '@opentelemetry/api';
@@ -14,15 +17,18 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import { localTransport, type Transport } from '@tensorbus/core';
 import { initRpc, refreshObservability, type RpcAgent } from '@tensorbus/actors';
 import { natsTransport, startNatsServer } from '@tensorbus/nats-transport';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { flagReader } from '../common/args.js';
+import { generatedMarkers, replaceGeneratedPart } from './report/generated-part.js';
 import { median } from './stats.js';
 import { noop } from './systems/tensorbus-functions.js';
 
 const value = flagReader(process.argv.slice(2));
 const rounds = Number(value('--rounds', '7'));
 const calls = Number(value('--calls', '3000'));
+const doc = value('--doc', '');
 const WARMUP = 300;
+const loadAtStart = loadavg()[0]!;
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -71,4 +77,17 @@ for (const [k, kind] of kinds.entries()) {
 console.log('\n| transport | tracing off, µs | in-memory exporter on, µs | on / off |\n|---|---|---|---|');
 for (const row of rows) console.log(row);
 console.log(`load after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+if (doc) {
+  const date = new Date().toISOString();
+  const shown = process.argv.slice(2).filter((arg, i, all) => arg !== '--doc' && all[i - 1] !== '--doc');
+  const body = [
+    `\`npm run bench:tracing${shown.length > 0 ? ` -- ${shown.join(' ')}` : ''}\`, ${date.slice(0, 10)} ${date.slice(11, 16)} UTC: ${rounds} rounds of ${calls} calls in each mode, medians of the rounds; 1-minute load average ${loadAtStart.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${availableParallelism()} cores).`,
+    '',
+    '| transport | tracing off, µs | in-memory exporter on, µs | on / off |',
+    '| --- | ---: | ---: | ---: |',
+    ...rows,
+  ].join('\n');
+  const markers = generatedMarkers('npm run bench:tracing', 'packages/examples/src/bench/tracing-cost.ts');
+  console.log(replaceGeneratedPart(doc, markers, body) ?? `${doc}: cost table rewritten from this run`);
+}
 await server.stop();
