@@ -22,27 +22,19 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { natsTransport, startNatsServer } from '@tensorbus/nats-transport';
 import { initRpc } from '@tensorbus/actors';
-import { generatedMarkers, replaceGeneratedPart } from './report/generated-part.js';
+import { flagReader } from '../common/args.js';
+import { commandLine, generatedMarkers, replaceGeneratedPart } from './report/generated-part.js';
 import { formatTime } from './report/format.js';
 import { median, quantile } from './stats.js';
 import { echo } from './systems/tensorbus-functions.js';
 
 const argv = process.argv.slice(2);
-const flag = (name: string, fallback: string) => {
-  const i = argv.indexOf(name);
-  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
-};
+const flag = flagReader(argv);
 const ROUNDS = Number(flag('--rounds', '5'));
 const CALLS = Number(flag('--calls', '400'));
 const WARMUP = 300;
 const out = flag('--out', 'out/bench');
 const doc = flag('--doc', '');
-/** The arguments a user added to `npm run bench:gateway` (the script's own `--doc` left out). */
-function shownArgs(): string {
-  const own = argv.indexOf('--doc');
-  const added = argv.filter((_, i) => own < 0 || (i !== own && i !== own + 1));
-  return added.length > 0 ? ` -- ${added.join(' ')}` : '';
-}
 /** The markers of docs/gateway.md's latency table. */
 const GATEWAY_DOC_MARKERS = generatedMarkers('npm run bench:gateway', 'packages/examples/src/bench/gateway-case.ts');
 
@@ -119,7 +111,7 @@ try {
   if (doc) {
     const us = (v: number) => formatTime(v / 1000);
     const table = [
-      `\`npm run bench:gateway${shownArgs()}\`, ${date.slice(0, 10)} ${date.slice(11, 16)} UTC: ${ROUNDS} rounds of ${CALLS} calls of each kind after ${WARMUP} warm-up calls; 1-minute load average ${load.map((l) => l.toFixed(2)).join(' at the start, ')} at the end (${availableParallelism()} cores).`,
+      `\`${commandLine('bench:gateway', argv)}\`, ${date.slice(0, 10)} ${date.slice(11, 16)} UTC: ${ROUNDS} rounds of ${CALLS} calls of each kind after ${WARMUP} warm-up calls; 1-minute load average ${load.map((l) => l.toFixed(2)).join(' at the start, ')} at the end (${availableParallelism()} cores).`,
       '',
       '| round | direct (tensorbus caller) | gateway, Node HTTP client | gateway, Python xmlrpc.client |',
       '| --- | ---: | ---: | ---: |',

@@ -19,7 +19,7 @@ import { initRpc, refreshObservability, type RpcAgent } from '@tensorbus/actors'
 import { natsTransport, startNatsServer } from '@tensorbus/nats-transport';
 import { availableParallelism, loadavg } from 'node:os';
 import { flagReader } from '../common/args.js';
-import { generatedMarkers, replaceGeneratedPart } from './report/generated-part.js';
+import { commandLine, generatedMarkers, replaceGeneratedPart } from './report/generated-part.js';
 import { median } from './stats.js';
 import { noop } from './systems/tensorbus-functions.js';
 
@@ -79,9 +79,8 @@ for (const row of rows) console.log(row);
 console.log(`load after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 if (doc) {
   const date = new Date().toISOString();
-  const shown = process.argv.slice(2).filter((arg, i, all) => arg !== '--doc' && all[i - 1] !== '--doc');
   const body = [
-    `\`npm run bench:tracing${shown.length > 0 ? ` -- ${shown.join(' ')}` : ''}\`, ${date.slice(0, 10)} ${date.slice(11, 16)} UTC: ${rounds} rounds of ${calls} calls in each mode, medians of the rounds; 1-minute load average ${loadAtStart.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${availableParallelism()} cores).`,
+    `\`${commandLine('bench:tracing', process.argv.slice(2))}\`, ${date.slice(0, 10)} ${date.slice(11, 16)} UTC: ${rounds} rounds of ${calls} calls in each mode, medians of the rounds; 1-minute load average ${loadAtStart.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${availableParallelism()} cores).`,
     '',
     '| transport | tracing off, µs | in-memory exporter on, µs | on / off |',
     '| --- | ---: | ---: | ---: |',

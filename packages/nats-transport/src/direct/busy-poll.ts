@@ -108,24 +108,26 @@ export class BusyPoll {
   /** Something was sent whose answer may come soon: poll until it does or the window ends. */
   sent(): void {
     if (this.windowMs === 0) return;
-    const sentAt = performance.now();
-    this.awaitingSince ??= sentAt;
-    if (!this.polling && this.averageWaitMs > this.windowMs * LONG_WAIT_SHARE) {
+    const now = performance.now();
+    this.awaitingSince ??= now;
+    if (this.polling) {
+      this.deadline = now + this.windowMs;
+      return;
+    }
+    if (this.averageWaitMs > this.windowMs * LONG_WAIT_SHARE) {
       this.counts.slow++;
       return;
     }
-    if (this.skipLeft > 0 && !this.polling) {
+    if (this.skipLeft > 0) {
       this.skipLeft--;
       this.counts.skipped++;
       return;
     }
-    const now = sentAt;
-    if (!this.polling && this.crowdedProbe(now)) {
+    if (this.crowdedProbe(now)) {
       this.counts.crowded++;
       return;
     }
     this.deadline = now + this.windowMs;
-    if (this.polling) return;
     this.polling = true;
     this.answered = false;
     this.checkedAt = now;
@@ -169,9 +171,14 @@ export class BusyPoll {
   }
 }
 
-/** `us` if it is a window {@link BusyPoll} takes (0..{@link MAX_BUSY_POLL_US} µs); otherwise throws an InvalidArgumentError. */
+/** True for a window {@link BusyPoll} takes: 0..{@link MAX_BUSY_POLL_US} µs. */
+function isWindow(us: unknown): us is number {
+  return typeof us === 'number' && Number.isFinite(us) && us >= 0 && us <= MAX_BUSY_POLL_US;
+}
+
+/** `us` if it is a window {@link BusyPoll} takes; otherwise throws an InvalidArgumentError. */
 export function checkBusyPollUs(us: number): number {
-  if (typeof us !== 'number' || !Number.isFinite(us) || us < 0 || us > MAX_BUSY_POLL_US) {
+  if (!isWindow(us)) {
     throw new InvalidArgumentError(`direct.busyPollUs must be a number of microseconds from 0 to ${MAX_BUSY_POLL_US}, got ${String(us)}`);
   }
   return us;
@@ -181,11 +188,9 @@ function windowFromEnv(): number {
   const raw = process.env.TENSORBUS_BUSY_POLL_US;
   if (raw === undefined || raw === '') return DEFAULT_BUSY_POLL_US;
   const us = Number(raw);
-  if (!Number.isFinite(us) || us < 0 || us > MAX_BUSY_POLL_US) {
-    process.stderr.write(`[tensorbus] TENSORBUS_BUSY_POLL_US=${raw} is not 0..${MAX_BUSY_POLL_US}: using ${DEFAULT_BUSY_POLL_US}\n`);
-    return DEFAULT_BUSY_POLL_US;
-  }
-  return us;
+  if (isWindow(us)) return us;
+  process.stderr.write(`[tensorbus] TENSORBUS_BUSY_POLL_US=${raw} is not 0..${MAX_BUSY_POLL_US}: using ${DEFAULT_BUSY_POLL_US}\n`);
+  return DEFAULT_BUSY_POLL_US;
 }
 
 /** The busy polling of this process, shared by its transports. */

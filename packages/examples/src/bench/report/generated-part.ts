@@ -14,6 +14,13 @@ export function generatedMarkers(command: string, source: string): { begin: stri
   };
 }
 
+/** `npm run <script> -- <args>` as a user would type it: `argv` without the script's own `--doc <path>`. */
+export function commandLine(script: string, argv: string[]): string {
+  const doc = argv.indexOf('--doc');
+  const added = argv.filter((_, i) => doc < 0 || (i !== doc && i !== doc + 1));
+  return `npm run ${script}${added.length > 0 ? ` -- ${added.join(' ')}` : ''}`;
+}
+
 /**
  * Writes `body` between the markers of the doc at `docPath`, markers kept.
  * Returns why it did not (no doc, no markers), or undefined once written.

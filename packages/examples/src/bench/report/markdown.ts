@@ -17,7 +17,7 @@ function table(header: string[], rows: string[][], left: string[] = []): string[
 }
 
 /** tensorbus ÷ peer in the row's unit (times: tensorbus time ÷ peer time; rates: tensorbus rate ÷ peer rate). */
-function ratio(mine: CaseResult | undefined, peer: CaseResult | undefined): string {
+export function ratio(mine: CaseResult | undefined, peer: CaseResult | undefined): string {
   if (!mine || !peer || mine.skipped || peer.skipped) return '—';
   if (mine.perSecond !== undefined && peer.perSecond !== undefined) return formatRatio(mine.perSecond / peer.perSecond);
   if (mine.medianMs !== undefined && peer.medianMs !== undefined) return formatRatio(mine.medianMs / peer.medianMs);

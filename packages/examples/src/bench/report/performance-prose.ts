@@ -8,6 +8,7 @@
 import type { BenchReport, CaseResult, GrowthRecord } from '../results.js';
 import type { SystemId } from '../systems/system-ids.js';
 import { formatRate, formatRatio, formatTime } from './format.js';
+import { ratio } from './markdown.js';
 import type { TargetOutcome } from './targets.js';
 
 /** The summary paragraph of the latest run. Edit here, not in the doc. */
@@ -41,11 +42,6 @@ function growth(records: GrowthRecord[], system: SystemId, pick: (g: GrowthRecor
   const one = records.find((g) => g.system === system && g.workers === 1);
   const most = records.filter((g) => g.system === system).sort((a, b) => b.workers - a.workers)[0];
   return one && most ? `${(pick(most) / pick(one)).toFixed(1)}x` : 'n/a';
-}
-
-/** `mine`'s median time ÷ `peer`'s, as a ratio ('n/a' without both). */
-function quotient(mine: CaseResult | undefined, peer: CaseResult | undefined): string {
-  return formatRatio((mine?.medianMs ?? Number.NaN) / (peer?.medianMs ?? Number.NaN));
 }
 
 /** "all 12 targets pass." or how many pass, which missed (with the ratio), how many are unevaluated. */
@@ -98,8 +94,8 @@ export function proseValues(report: BenchReport, targets: TargetOutcome[]): Reco
     nopoll_4mb: time('4MB', 'tensorbus-nats-nopoll'),
     nopoll_rref: rate('rref', 'tensorbus-nats-nopoll'),
     nopoll_autograd: time('autograd', 'tensorbus-nats-nopoll'),
-    nopoll_noop_vs_torch: quotient(find('noop', 'tensorbus-nats-nopoll'), find('noop', 'pytorch')),
-    nopoll_noop_vs_tcp: quotient(find('noop', 'tensorbus-nats-nopoll'), find('noop', 'tcp')),
+    nopoll_noop_vs_torch: ratio(find('noop', 'tensorbus-nats-nopoll'), find('noop', 'pytorch')),
+    nopoll_noop_vs_tcp: ratio(find('noop', 'tensorbus-nats-nopoll'), find('noop', 'tcp')),
     nats_4mb: time('4MB', 'tensorbus-nats'),
     torch_4mb: time('4MB', 'pytorch'),
     tput_4mb_vs_torch: target('4MB', 'PyTorch RPC'),
