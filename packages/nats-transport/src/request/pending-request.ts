@@ -43,10 +43,8 @@ export class PendingRequest {
   readonly promise: Promise<Frame>;
   private settled = false;
   private timer: NodeJS.Timeout | undefined;
-  // Told in order when it ends: most requests have two (the table, the payload's hold), so no array until a third.
-  private end1: OnEnd | undefined;
-  private end2: OnEnd | undefined;
-  private moreEnds: OnEnd[] | undefined;
+  /** Told in order when it ends. */
+  private readonly ends: OnEnd[] = [];
   private readonly replyBase: string;
   private readonly signal: AbortSignal | undefined;
   /** Made only for a request with a signal (a listener costs more than the call it would watch). */
@@ -63,7 +61,7 @@ export class PendingRequest {
       this.resolvePromise = resolve;
       this.rejectPromise = reject;
     });
-    this.end1 = options.onEnd;
+    if (options.onEnd) this.ends.push(options.onEnd);
     const signal = this.signal;
     if (signal) {
       const onAbort = (this.onAbort = () => this.reject(abortError(signal)));
@@ -96,9 +94,7 @@ export class PendingRequest {
    */
   whenDone(onEnd: OnEnd): void {
     if (this.settled) onEnd(new Error('the request is over'));
-    else if (this.end1 === undefined) this.end1 = onEnd;
-    else if (this.end2 === undefined) this.end2 = onEnd;
-    else (this.moreEnds ??= []).push(onEnd);
+    else this.ends.push(onEnd);
   }
 
   /** Answers the request with `reply`, taking its share; released at once when the request is already over. */
@@ -121,11 +117,7 @@ export class PendingRequest {
     this.settled = true;
     if (this.timer) clearTimeout(this.timer);
     if (this.onAbort) this.signal!.removeEventListener('abort', this.onAbort);
-    const { end1, end2, moreEnds } = this;
-    this.end1 = this.end2 = this.moreEnds = undefined;
-    if (end1) tell(end1, error);
-    if (end2) tell(end2, error);
-    if (moreEnds) for (const onEnd of moreEnds) tell(onEnd, error);
+    for (const onEnd of this.ends.splice(0)) tell(onEnd, error);
     return true;
   }
 }
