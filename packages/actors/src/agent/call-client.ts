@@ -23,7 +23,7 @@ import { CALL, OK, parseReply, type StreamOpen, STREAM } from './call-protocol.j
 import { madeByCurrentCall } from './call-tensors.js';
 import { checkRemoteTiming, Profiler } from './profiler.js';
 import { callSubject } from './subjects.js';
-import { observeCall } from '../observe/call-spans.js';
+import { observeCall, type CallBytes } from '../observe/call-spans.js';
 import { observing } from '../observe/switch.js';
 
 /**
@@ -99,7 +99,7 @@ export class CallClient {
     meta.auth = this.auth.seal(to, CALL, fn);
     // Traced or measured calls (observe/): a span and counts around the send; one check otherwise.
     const result = observing.on
-      ? observeCall(this.host, this.self, to, fn, meta, this.transport, () => this.send(to, [CALL, fn, args, meta], fn, options))
+      ? observeCall(this.host, this.self, to, fn, meta, this.transport, (bytes) => this.send(to, [CALL, fn, args, meta], fn, options, bytes))
       : this.send(to, [CALL, fn, args, meta], fn, options);
     if (told === undefined) return result;
     const observers = told;
@@ -128,7 +128,8 @@ export class CallClient {
     for (const worker of this.pending.keys()) this.failAll(worker, error);
   }
 
-  private async send(to: string, request: unknown[], fn: string, options: CallOptions): Promise<unknown> {
+  /** Sends `request` and resolves with the result; `bytes`, when given, gets the sizes each way (observed calls). */
+  private async send(to: string, request: unknown[], fn: string, options: CallOptions, bytes?: CallBytes): Promise<unknown> {
     // Only calls (not stream openings) are profiled; unprofiled calls measure nothing.
     const profiled = request[0] === CALL && this.profiler.recording;
     const startedAt = profiled ? performance.now() : 0;
@@ -137,6 +138,7 @@ export class CallClient {
     // Large tensors are read out of tensor memory as they are sent, and a large reply is decoded as it arrives.
     const payload = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing(request, context) : defaultCodec.encode(request, context);
     const sentAt = profiled ? performance.now() : 0;
+    if (bytes !== undefined) bytes.sent = payload.byteLength;
     let arrivedAt = 0;
     let recorded = false;
     let replyBytesLength = 0;
@@ -144,7 +146,7 @@ export class CallClient {
     let over = false;
     // A reply that comes after the call is over (timed out, aborted) is not decoded at all.
     const replySink = (byteLength: number) => {
-      if (profiled) replyBytesLength = byteLength;
+      replyBytesLength = byteLength;
       return over ? undefined : (decoder = defaultCodec.decoder(byteLength, context));
     };
     const call: PendingCall = { reason: undefined, cancel: undefined };
@@ -157,10 +159,9 @@ export class CallClient {
       // The caller's signal goes to the transport as it is; departures and shutdown end the call through its canceller.
       const sent = this.transport.request(callSubject(to), payload, { timeoutMs, signal: options.signal, replySink, canceller: (cancel) => (call.cancel = cancel) });
       const replyBytes = await (call.cancel !== undefined ? sent : cancellable(call, sent));
-      if (profiled) {
-        arrivedAt = performance.now();
-        replyBytesLength ||= replyBytes.byteLength;
-      }
+      replyBytesLength ||= replyBytes.byteLength;
+      if (bytes !== undefined) bytes.received = replyBytesLength;
+      if (profiled) arrivedAt = performance.now();
       const reply = parseReply(decoder ? decoder.result() : defaultCodec.decode(replyBytes, context));
       if (profiled) {
         recorded = true;

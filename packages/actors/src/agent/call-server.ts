@@ -18,7 +18,7 @@ import { CallTensors, outsideCalls } from './call-tensors.js';
 import { CALL, ERROR, OK, parseRequest, type CallRequest } from './call-protocol.js';
 import type { WireTiming } from './profiler.js';
 import { callSubject } from './subjects.js';
-import { observeServe } from '../observe/call-spans.js';
+import { observeServe, type ObservedServe } from '../observe/call-spans.js';
 import { observing } from '../observe/switch.js';
 
 /** Serves calls addressed to one worker. */
@@ -147,6 +147,8 @@ export class CallServer {
     // The tensors the call makes: disposed when it ends, but what it returns or keeps (see call-tensors.ts).
     let made: CallTensors | undefined;
     let entry: RegistryEntry | undefined;
+    // A traced or measured call (observe/): a span and counts around the run, told the reply as it goes.
+    let observed: ObservedServe | undefined;
     try {
       // A function starts only once the RRefs among its arguments are usable here (their values exist, their forks are confirmed).
       if (received.length > 0) await this.references!.ready(received);
@@ -163,8 +165,7 @@ export class CallServer {
       } else {
         const run = () => callScope.run({ host: this.host, caller: caller.name, verified: caller.verified, meta: request.meta }, async () => produce());
         let wrapped = this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run);
-        // Traced or measured calls (observe/): a span and counts around the whole run; one check otherwise.
-        if (observing.on) wrapped = observeServe(this.host, request.fn, request.meta, caller.verified, message, wrapped);
+        if (observing.on) wrapped = (observed = observeServe(this.host, request.fn, request.meta, caller.verified, message, wrapped)).run;
         if (entry.tidy) made = new CallTensors();
         const startedAt = request.meta.prof === 1 ? performance.now() : 0;
         result = await (made === undefined ? wrapped() : made.run(wrapped));
@@ -177,7 +178,7 @@ export class CallServer {
       made?.close();
       // The function failed; a refusal (unknown function or method, RRef or context, a peer over its bounds) is the caller's to fix.
       if (entry !== undefined && !isRefusal(error)) this.log.failed(callDescription(entry, request.args), caller.name, error);
-      this.answerError(message, context, remoteErrorFrom(this.name, error));
+      this.answerError(message, context, remoteErrorFrom(this.name, error), observed);
       return;
     }
     let bytes: Payload;
@@ -189,13 +190,14 @@ export class CallServer {
       disposeTransient(request.args, result);
       made?.close();
       const reason = error instanceof Error ? error.message : String(error);
-      this.answerError(message, context, errorToWire(new SerializationError(`worker '${this.name}' cannot encode the result of '${request.fn}': ${reason}`)));
+      this.answerError(message, context, errorToWire(new SerializationError(`worker '${this.name}' cannot encode the result of '${request.fn}': ${reason}`)), observed);
       return;
     }
     if (request.kind === CALL) disposeTransient(request.args, result);
     // An instance constructed for rpcSync is sent as a copy: nobody holds the one made here any more.
     if (entry.kind === 'class') freeInstance(result);
     made?.close();
+    observed?.answered(bytes);
     try {
       message.respond(bytes);
     } catch {
@@ -205,9 +207,11 @@ export class CallServer {
     }
   }
 
-  private answerError(message: InboundMessage, context: WireContext | undefined, wire: WireError): void {
+  private answerError(message: InboundMessage, context: WireContext | undefined, wire: WireError, observed?: ObservedServe): void {
     try {
-      message.respond(defaultCodec.encode([ERROR, wire], context));
+      const bytes = defaultCodec.encode([ERROR, wire], context);
+      observed?.answered(bytes);
+      message.respond(bytes);
     } catch {
       // Nobody to answer (see above).
     }

@@ -9,8 +9,6 @@
  * @module
  */
 import { InvalidArgumentError } from '@tensorbus/core';
-import { probeCall } from '../observe/call-probe.js';
-import { observing } from '../observe/switch.js';
 
 /** One call, as the profile saw it. Times are in microseconds. */
 export interface RpcEvent {
@@ -224,9 +222,9 @@ export interface ChromeTraceEvent {
 export class Profiler {
   private readonly active = new Set<RpcProfile>();
 
-  /** True while any profile records, or calls are observed (observe/switch.ts): the only thing an unprofiled call pays for. */
+  /** True while any profile records: the only thing an unprofiled call pays for. */
   get recording(): boolean {
-    return this.active.size > 0 || observing.on;
+    return this.active.size > 0;
   }
 
   /** Starts a profile, recording until its `stop()`. */
@@ -239,7 +237,5 @@ export class Profiler {
   /** Records a call that ended into every recording profile. */
   record(event: Omit<RpcEvent, 'startUs'> & { startedAt: number }): void {
     for (const profile of this.active) profile.add(event);
-    // An observed call learns its bytes each way from here (observe/call-spans.ts).
-    if (observing.on) probeCall(event);
   }
 }

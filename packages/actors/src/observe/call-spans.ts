@@ -16,7 +16,6 @@ import { TensorbusError, type InboundMessage, type Payload, type Transport } fro
 import type { CallMeta } from '../agent/call-context.js';
 import type { AgentHost } from '../agent/host.js';
 import { callSubject } from '../agent/subjects.js';
-import { probeScope, type CallProbe } from './call-probe.js';
 import { meterCall } from './instruments.js';
 import { ATTR, codeOf, parentContext, parentScope, SCOPE } from './span-scope.js';
 import { observing } from './switch.js';
@@ -37,11 +36,17 @@ function routeTo(transport: Transport, to: string): string {
   }
 }
 
+/** The bytes of a call each way, filled in by the call client as it sends and as the reply arrives. */
+export interface CallBytes {
+  sent: number;
+  received: number;
+}
+
 /**
  * Makes the call `send` performs an observed one: a client span (its
  * traceparent put into `meta` before `send` encodes it), and its counts.
  */
-export function observeCall(host: AgentHost | undefined, self: string, to: string, fn: string, meta: CallMeta, transport: Transport, send: () => Promise<unknown>): Promise<unknown> {
+export function observeCall(host: AgentHost | undefined, self: string, to: string, fn: string, meta: CallMeta, transport: Transport, send: (bytes: CallBytes) => Promise<unknown>): Promise<unknown> {
   const route = routeTo(transport, to);
   const startedAt = performance.now();
   let span: Span | undefined;
@@ -54,12 +59,7 @@ export function observeCall(host: AgentHost | undefined, self: string, to: strin
     const spanContext = span.spanContext();
     if (trace.isSpanContextValid(spanContext)) meta[TRACE_FIELD] = formatTraceparent(spanContext);
   }
-  let sent = 0;
-  let received = 0;
-  const probe: CallProbe = (event) => {
-    sent = event.requestBytes;
-    received = event.responseBytes;
-  };
+  const bytes: CallBytes = { sent: 0, received: 0 };
   const end = (code: string, error?: unknown) => {
     const ms = performance.now() - startedAt;
     const observations = observationsOf(host);
@@ -68,14 +68,14 @@ export function observeCall(host: AgentHost | undefined, self: string, to: strin
       observations.routed(to, route);
       if (code !== 'OK') observations.failed(code);
     }
-    if (observing.metering) meterCall('client', self, fn, code, ms, sent, received);
+    if (observing.metering) meterCall('client', self, fn, code, ms, bytes.sent, bytes.received);
     if (span !== undefined) {
-      span.setAttributes({ [ATTR.sentBytes]: sent, [ATTR.receivedBytes]: received, [ATTR.outcome]: code });
+      span.setAttributes({ [ATTR.sentBytes]: bytes.sent, [ATTR.receivedBytes]: bytes.received, [ATTR.outcome]: code });
       if (code !== 'OK') span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message.slice(0, 256) : code });
       span.end();
     }
   };
-  return probeScope.run(probe, send).then(
+  return send(bytes).then(
     (value) => {
       end('OK');
       return value;
@@ -87,37 +87,51 @@ export function observeCall(host: AgentHost | undefined, self: string, to: strin
   );
 }
 
+/** The serving of one observed call: `run` wraps the function's run, `answered` is told the reply as it goes out. */
+export interface ObservedServe {
+  run: () => Promise<unknown>;
+  answered: (reply: Payload) => void;
+}
+
 /**
  * Makes the serving of one call an observed one: a server span continuing
  * the caller's trace, active while the function runs (its own calls are its
  * children) and ended once the reply is sent, with the bytes each way.
  */
-export function observeServe(host: AgentHost, fn: string, meta: CallMeta, verified: boolean, message: InboundMessage, run: () => Promise<unknown>): () => Promise<unknown> {
-  return () => {
-    const startedAt = performance.now();
-    const received = (message.payload ?? message.data).byteLength;
-    let span: Span | undefined;
-    let scope = ROOT_CONTEXT;
-    if (observing.tracing) {
-      const remote = parseTraceparent(meta[TRACE_FIELD]);
-      const parent = remote !== undefined ? trace.setSpanContext(ROOT_CONTEXT, remote) : ROOT_CONTEXT;
-      span = trace.getTracer(SCOPE).startSpan(
-        `rpc ${fn}`,
-        {
-          kind: SpanKind.SERVER,
-          attributes: { [ATTR.system]: 'tensorbus', [ATTR.worker]: host.name, [ATTR.peer]: meta.from, [ATTR.function]: fn, [ATTR.receivedBytes]: received, [ATTR.verified]: verified, [ATTR.route]: routeOfInbound(host, message) },
-        },
-        parent,
-      );
-      scope = trace.setSpan(parent, span);
-    }
-    let code = 'OK';
-    let reason: unknown;
-    const respond = message.respond;
+export function observeServe(host: AgentHost, fn: string, meta: CallMeta, verified: boolean, message: InboundMessage, run: () => Promise<unknown>): ObservedServe {
+  let startedAt = 0;
+  const received = (message.payload ?? message.data).byteLength;
+  let span: Span | undefined;
+  let code = 'OK';
+  let reason: unknown;
+  return {
+    run: () => {
+      startedAt = performance.now();
+      let scope = ROOT_CONTEXT;
+      if (observing.tracing) {
+        const remote = parseTraceparent(meta[TRACE_FIELD]);
+        const parent = remote !== undefined ? trace.setSpanContext(ROOT_CONTEXT, remote) : ROOT_CONTEXT;
+        span = trace.getTracer(SCOPE).startSpan(
+          `rpc ${fn}`,
+          {
+            kind: SpanKind.SERVER,
+            attributes: { [ATTR.system]: 'tensorbus', [ATTR.worker]: host.name, [ATTR.peer]: meta.from, [ATTR.function]: fn, [ATTR.receivedBytes]: received, [ATTR.verified]: verified, [ATTR.route]: routeOfInbound(host, message) },
+          },
+          parent,
+        );
+        scope = trace.setSpan(parent, span);
+      }
+      const running = span === undefined ? run() : parentScope.run(scope, () => context.with(scope, run));
+      return running.catch((error: unknown) => {
+        code = servedCodeOf(error);
+        reason = error;
+        throw error;
+      });
+    },
     // The span ends once the reply (result or error) is sent: its size is known then.
-    const answered = (bytes: Payload): boolean => {
+    answered: (reply) => {
       const ms = performance.now() - startedAt;
-      const sent = bytes.byteLength;
+      const sent = reply.byteLength;
       const observations = observationsOf(host);
       if (observations !== undefined) {
         observations.served.record(fn, ms, code !== 'OK');
@@ -129,19 +143,7 @@ export function observeServe(host: AgentHost, fn: string, meta: CallMeta, verifi
         if (code !== 'OK') span.setStatus({ code: SpanStatusCode.ERROR, message: reason instanceof Error ? reason.message.slice(0, 256) : code });
         span.end();
       }
-      return respond.call(message, bytes);
-    };
-    try {
-      (message as { respond: InboundMessage['respond'] }).respond = answered;
-    } catch {
-      // A transport's frozen message: the span ends with the run instead (no reply size).
-    }
-    const running = span === undefined ? run() : parentScope.run(scope, () => context.with(scope, run));
-    return running.catch((error: unknown) => {
-      code = servedCodeOf(error);
-      reason = error;
-      throw error;
-    });
+    },
   };
 }
 
