@@ -2,6 +2,7 @@
  * Parsing of the `tensorbus` command's arguments.
  * @module
  */
+import { DASHBOARD_PORT } from '../dashboard/server.js';
 
 /** Options of `tensorbus launch`. */
 export interface LaunchArgs {
@@ -50,8 +51,6 @@ export interface DashboardArgs {
   host: string;
 }
 
-/** The dashboard's default port (Ray's, so that habits carry over). */
-export const DASHBOARD_PORT = 8265;
 
 export type CliArgs = LaunchArgs | StatusArgs | GatewayArgs | DashboardArgs | { command: 'help' };
 
@@ -148,7 +147,7 @@ function parseGateway(rest: string[]): GatewayArgs {
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i]!;
     if (arg === '--namespace') out.namespace = take(rest, i++, arg);
-    else if (arg === '--port' || arg === '-p') out.port = Number(take(rest, i++, arg));
+    else if (arg === '--port' || arg === '-p') out.port = port(take(rest, i++, arg));
     else if (arg === '--host') out.host = take(rest, i++, arg);
     else if (arg === '--nats' || arg === '--server' || arg === '-s') out.nats = take(rest, i++, arg);
     else if (arg === '--name') out.name = take(rest, i++, arg);
@@ -157,7 +156,6 @@ function parseGateway(rest: string[]): GatewayArgs {
     else if (arg === '--auth') out.auth = take(rest, i++, arg);
     else throw new Error(`unknown option '${arg}'\n${USAGE}`);
   }
-  if (!Number.isInteger(out.port) || out.port < 0 || out.port > 65535) throw new Error(`--port must be a port number\n${USAGE}`);
   if ((out.tlsCert === undefined) !== (out.tlsKey === undefined)) throw new Error(`--tls-cert and --tls-key go together\n${USAGE}`);
   return out;
 }

@@ -4,6 +4,7 @@
  * @module
  */
 import { startDashboard } from '../dashboard/dashboard.js';
+import { LOOPBACK } from '../dashboard/server.js';
 import type { DashboardArgs } from './args.js';
 import { connectReader } from './status.js';
 
@@ -15,7 +16,7 @@ export async function startDashboardFor(args: { server: string | undefined; name
   const transport = await connectReader(args.server, args.namespace, 'tensorbus-dashboard');
   try {
     const dashboard = await startDashboard({ transport, namespace: args.namespace ?? '(default)', server: args.server!, port: args.port, host: args.host, poll: args.poll });
-    if (!['127.0.0.1', 'localhost', '::1'].includes(args.host)) {
+    if (!LOOPBACK.has(args.host)) {
       process.stderr.write(`[tensorbus] the dashboard listens on ${args.host}: anyone who can reach this port sees the namespace's workers (no authentication)\n`);
     }
     return { url: ANY.has(args.host) ? dashboard.url.replace(/\/\/[^/]+:/, '//127.0.0.1:') : dashboard.url, close: () => dashboard.close() };

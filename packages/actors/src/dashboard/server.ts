@@ -18,7 +18,7 @@ export const MAX_LISTENERS = 32;
 export interface DashboardServerOptions {
   /** Address to listen on (default 127.0.0.1). */
   host?: string;
-  /** Port (default 8265; 0 for any free one). */
+  /** Port (default {@link DASHBOARD_PORT}; 0 for any free one). */
   port?: number;
   /** Poll and push interval, ms (default 1000). */
   intervalMs?: number;
@@ -39,7 +39,11 @@ export interface DashboardServer {
   close(): Promise<void>;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+/** Host names of this machine's loopback interface. */
+export const LOOPBACK: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+/** The dashboard's default port (Ray's, so that habits carry over). */
+export const DASHBOARD_PORT = 8265;
 
 /** True when the request's Host header names this server: a loopback name, or the address it listens on. */
 function hostAllowed(request: IncomingMessage, listenHost: string): boolean {
@@ -55,11 +59,13 @@ export async function startDashboardServer(collector: Collector, options: Dashbo
   const intervalMs = options.intervalMs ?? 1_000;
   const listeners = new Set<ServerResponse>();
   let last: DashboardState | undefined;
+  let lastAt = 0;
   let timer: NodeJS.Timeout | undefined;
 
   const push = async () => {
     try {
       last = await collector.poll();
+      lastAt = Date.now();
     } catch {
       return;
     }
@@ -104,7 +110,9 @@ export async function startDashboardServer(collector: Collector, options: Dashbo
       if (last !== undefined) response.write(`data: ${JSON.stringify(last)}\n\n`);
       listen(response);
     } else if (path === '/state.json') {
-      collector.poll().then(
+      // A state polled within the interval is served as it is: requests do not each poll the namespace.
+      const state = last !== undefined && Date.now() - lastAt < intervalMs ? Promise.resolve(last) : collector.poll();
+      state.then(
         (state) => response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(state)),
         () => response.writeHead(500).end(),
       );
@@ -114,7 +122,7 @@ export async function startDashboardServer(collector: Collector, options: Dashbo
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 8265, host, () => resolve());
+    server.listen(options.port ?? DASHBOARD_PORT, host, () => resolve());
   });
   const address = server.address() as AddressInfo;
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;

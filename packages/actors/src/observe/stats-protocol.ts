@@ -11,6 +11,7 @@
  * @module
  */
 import { RING_SECONDS } from './call-rings.js';
+import { MAX_ERROR_CODES, MAX_EVENTS, MAX_REPORTED, MAX_ROUTES } from './worker-observations.js';
 
 /** The control kind of the stats query. */
 export const STATS = 'stats';
@@ -101,14 +102,14 @@ export function checkWorkerStats(value: unknown): WorkerStats | undefined {
   if (typeof s !== 'object' || s === null || s.v !== 1) return undefined;
   const ok =
     isText(s.name, 127) && Number.isSafeInteger(s.id) && isText(s.host) && isCount(s.pid) && isCount(s.startedAt) && isCount(s.uptimeS) &&
-    isText(s.backend, 32) && isText(s.transport, 32) && isRecordOf(s.routes, (r) => isText(r, 32), 256) &&
+    isText(s.backend, 32) && isText(s.transport, 32) && isRecordOf(s.routes, (r) => isText(r, 32), MAX_ROUTES) &&
     Array.isArray(s.members) && s.members.length <= 10_000 && s.members.every((m) => isText(m, 127)) &&
     isCount(s.window) && Array.isArray(s.served) && s.served.length <= MAX_LISTED_FUNCTIONS && s.served.every(isFunctionStats) &&
     Array.isArray(s.made) && s.made.length <= MAX_LISTED_FUNCTIONS && s.made.every(isFunctionStats) &&
-    isRecordOf(s.errors, isCount, 65) && isCount(s.inFlight) && typeof s.rrefs === 'object' && s.rrefs !== null && isCount(s.rrefs.owned) && isCount(s.rrefs.used) &&
+    isRecordOf(s.errors, isCount, MAX_ERROR_CODES + 1) && isCount(s.inFlight) && typeof s.rrefs === 'object' && s.rrefs !== null && isCount(s.rrefs.owned) && isCount(s.rrefs.used) &&
     isCount(s.contexts) && isCount(s.tensors) && isCount(s.tensorBytes) && isCount(s.wasmHeapBytes) && isCount(s.rssBytes) && isCount(s.heapUsedBytes) &&
-    Array.isArray(s.events) && s.events.length <= 100 &&
+    Array.isArray(s.events) && s.events.length <= MAX_EVENTS &&
     s.events.every((e) => typeof e === 'object' && e !== null && isCount(e.at) && (e.kind === 'join' || e.kind === 'leave' || e.kind === 'fail') && isText(e.worker, 127)) &&
-    isRecordOf(s.reported, (v) => typeof v === 'number' && Number.isFinite(v), 64);
+    isRecordOf(s.reported, (v) => typeof v === 'number' && Number.isFinite(v), MAX_REPORTED);
   return ok ? s : undefined;
 }

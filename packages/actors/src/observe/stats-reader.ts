@@ -7,6 +7,7 @@
  */
 import { defaultCodec, type Transport } from '@tensorbus/core';
 import { controlSubject, MEMBERS_SUBJECT } from '../agent/subjects.js';
+import { QUERY } from '../membership/membership-protocol.js';
 import { decodeWithoutTensors } from '../tensors.js';
 import { isWorkerName } from '../agent/wire-checks.js';
 import { checkWorkerStats, STATS, type WorkerStats } from './stats-protocol.js';
@@ -36,7 +37,7 @@ export async function listWorkers(transport: Transport, waitMs: number): Promise
   });
   try {
     await transport.flush();
-    transport.publish(MEMBERS_SUBJECT, defaultCodec.encode({ k: 'query', reply: inbox }));
+    transport.publish(MEMBERS_SUBJECT, defaultCodec.encode({ k: QUERY, reply: inbox }));
     await new Promise((resolve) => setTimeout(resolve, waitMs));
   } finally {
     subscription.unsubscribe();

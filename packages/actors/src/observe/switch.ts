@@ -9,7 +9,8 @@
  * runs (an unref'd timer), and by {@link refreshObservability}.
  * @module
  */
-import { metrics, ProxyTracerProvider, trace } from '@opentelemetry/api';
+import { createNoopMeter, metrics, ProxyTracerProvider, trace } from '@opentelemetry/api';
+import { SCOPE } from './span-scope.js';
 
 /** How long a stats query keeps this process's calls measured, ms. */
 export const STATS_WATCH_MS = 10 * 60_000;
@@ -39,10 +40,9 @@ export function onRefresh(hook: () => void): void {
 let timer: NodeJS.Timeout | undefined;
 let agentsRunning = 0;
 
-/** True when the global provider is the API's no-op one (nothing registered). */
-function isNoop(provider: object): boolean {
-  return provider.constructor.name.startsWith('Noop');
-}
+/** The API's no-op tracer provider (what a proxy without a delegate hands out) and no-op meter: the marks of "nothing registered", by identity (class names do not survive a minifier). */
+const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
+const NOOP_METER = createNoopMeter();
 
 /**
  * Re-reads whether a tracer or meter provider is registered. Call it after
@@ -58,8 +58,9 @@ function isNoop(provider: object): boolean {
 export function refreshObservability(): void {
   const tracerProvider = trace.getTracerProvider();
   const delegate = tracerProvider instanceof ProxyTracerProvider ? tracerProvider.getDelegate() : tracerProvider;
-  observing.tracing = !isNoop(delegate);
-  observing.metering = !isNoop(metrics.getMeterProvider());
+  observing.tracing = delegate !== NOOP_TRACER_PROVIDER;
+  // The no-op provider's meters are the one no-op meter; a real provider makes (and keeps) its own.
+  observing.metering = metrics.getMeterProvider().getMeter(SCOPE) !== NOOP_METER;
   observing.stats = Date.now() < statsUntil;
   observing.on = observing.tracing || observing.metering || observing.stats;
   for (const hook of refreshed) hook();

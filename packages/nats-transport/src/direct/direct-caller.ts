@@ -126,9 +126,21 @@ export class DirectCaller {
     });
   }
 
-  /** How requests on `route` travel: in this host's shared memory, or over TCP. */
+  /** How requests on `route` travel: in this host's shared memory (frames that fit a segment), or over TCP. */
   medium(route: DirectOffer): 'shm' | 'tcp' {
-    return this.segments !== undefined && route.hostId === this.self && !this.noSharedMemory.has(`${route.host}:${route.port}`) ? 'shm' : 'tcp';
+    return this.sharesMemory(route, this.endpointOf(route)) ? 'shm' : 'tcp';
+  }
+
+  /** `host:port` of `route`, made once per route. */
+  private endpointOf(route: DirectOffer): string {
+    let endpoint = this.endpoints.get(route);
+    if (endpoint === undefined) this.endpoints.set(route, (endpoint = `${route.host}:${route.port}`));
+    return endpoint;
+  }
+
+  /** True when requests on `route` (at `endpoint`) may go in shared memory. */
+  private sharesMemory(route: DirectOffer, endpoint: string): boolean {
+    return this.segments !== undefined && route.hostId === this.self && !this.noSharedMemory.has(endpoint);
   }
 
   /** True when `route` can be used from here (a loopback endpoint only on the same host). */
@@ -145,8 +157,7 @@ export class DirectCaller {
    * caller's frame.
    */
   async call(route: DirectOffer, subject: string, payload: Payload, replySink?: ReplySinkFactory): Promise<Frame> {
-    let endpoint = this.endpoints.get(route);
-    if (endpoint === undefined) this.endpoints.set(route, (endpoint = `${route.host}:${route.port}`));
+    const endpoint = this.endpointOf(route);
     const connection = this.pool.get(route.host, route.port, endpoint);
     let sunk = false;
     const sink = replySink && ((byteLength: number) => {
@@ -154,8 +165,7 @@ export class DirectCaller {
       sunk = taken !== undefined;
       return taken;
     });
-    const sameHost = route.hostId === this.self && !this.noSharedMemory.has(endpoint);
-    const placed = sameHost && this.segments ? this.segments.place(payload) : undefined;
+    const placed = this.sharesMemory(route, endpoint) ? this.segments!.place(payload) : undefined;
     if (placed?.ref) {
       // The frame in the segment goes as a reference; callShared takes that share.
       const reply = await this.callShared(connection, { subject, token: route.token, data: placed.data as Frame, ref: placed.ref, replySink: sink });
