@@ -15,7 +15,7 @@ export { HEADER_BYTES, BLOCK_ALIGN, FRAME_VERSION } from './codec/frame.js';
 export { acquireFrame, useBufferSource, bufferPoolStats, POOL_MIN_BYTES } from './buffer-pool.js';
 export type { BufferSource } from './buffer-pool.js';
 export { Owned } from './owned.js';
-export { elementBytes } from './codec/tensor-data.js';
+export { elementBytes, tensorBytes, tensorFromBytes } from './codec/tensor-data.js';
 export { letGoPinned } from './owned-frame.js';
 export {
   asInnerKernel,

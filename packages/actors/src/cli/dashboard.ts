@@ -4,6 +4,7 @@
  * @module
  */
 import { startDashboard } from '../dashboard/dashboard.js';
+import { untilSignal } from './until-signal.js';
 import { LOOPBACK } from '../dashboard/server.js';
 import type { DashboardArgs } from './args.js';
 import { connectReader } from './status.js';
@@ -30,10 +31,7 @@ export async function startDashboardFor(args: { server: string | undefined; name
 export async function dashboard(args: DashboardArgs): Promise<number> {
   const running = await startDashboardFor(args);
   process.stdout.write(`tensorbus dashboard of namespace ${args.namespace ?? '(default)'} on ${args.server}: ${running.url}\n`);
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-  });
+  const signal = await untilSignal();
   await running.close();
   return signal === 'SIGINT' ? 130 : 143;
 }

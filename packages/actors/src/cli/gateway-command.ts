@@ -9,6 +9,7 @@ import { startGateway } from '../gateway/start.js';
 import type { GatewayOptions } from '../gateway/options.js';
 import type { GatewayAuth } from '../gateway/auth.js';
 import type { GatewayArgs } from './args.js';
+import { untilSignal } from './until-signal.js';
 
 /** What an `--auth` file holds. */
 interface AuthFile extends GatewayAuth {
@@ -36,15 +37,13 @@ export async function gateway(args: GatewayArgs): Promise<number> {
     nats: args.nats,
     name: args.name,
     tls: args.tlsCert !== undefined && args.tlsKey !== undefined ? { cert: readFileSync(args.tlsCert), key: readFileSync(args.tlsKey) } : undefined,
-    auth: auth && (auth.basic || auth.jwt) ? { basic: auth.basic, jwt: auth.jwt } : undefined,
+    // An auth file without users or JWT configures no auth: resolveGatewayOptions decides that.
+    auth: auth && { basic: auth.basic, jwt: auth.jwt },
     identities: auth?.identities,
   });
   // Said whatever TENSORBUS_QUIET says: who can reach the gateway is not a detail.
   process.stdout.write(`${gw.url}\n${gw.authenticated ? 'clients must authenticate' : 'no auth configured: listening on loopback only'}\n`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  await untilSignal();
   await gw.close();
   return 0;
 }

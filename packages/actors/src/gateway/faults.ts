@@ -5,6 +5,7 @@
  * @module
  */
 import { RemoteError, TensorbusError, type ErrorCode } from '@tensorbus/core';
+import { describeError } from '../agent/call-log.js';
 
 /** faultCode of each tensorbus error code. Numbers never change meaning; new codes get new numbers. */
 export const FAULT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
@@ -58,7 +59,7 @@ export function faultOf(error: unknown, worker: string | undefined): Fault {
     const where = error instanceof RemoteError ? ` (worker '${error.worker}')` : worker !== undefined ? ` (worker '${worker}')` : '';
     return { faultCode, faultString: clip(`${error.code}${where}: ${error.message}`), code: error.code };
   }
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const message = describeError(error);
   return { faultCode: INTERNAL_FAULT, faultString: clip(`INTERNAL${worker !== undefined ? ` (worker '${worker}')` : ''}: ${message}`), code: 'INTERNAL' };
 }
 

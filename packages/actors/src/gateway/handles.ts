@@ -30,8 +30,6 @@ export interface HandleLimits {
 export class HandleTable {
   private readonly clients = new Map<string, ClientHandles>();
   private readonly sweeper: NodeJS.Timeout;
-  /** Handles released because their client went idle (for tests and the log). */
-  expired = 0;
 
   /**
    * @param busy - true for a client with a request in flight: never idle, however long its calls take.
@@ -45,7 +43,7 @@ export class HandleTable {
     this.sweeper.unref();
   }
 
-  /** Marks `client` as active (each of its requests does, when it starts and when it ends). */
+  /** Marks `client` as active (each of its requests does when it ends; one in flight is never idle). */
   touch(client: string): void {
     const state = this.clients.get(client);
     if (state) state.lastSeen = this.now();
@@ -103,10 +101,7 @@ export class HandleTable {
     for (const [client, state] of this.clients) {
       if (state.lastSeen > cutoff || this.busy(client)) continue;
       this.clients.delete(client);
-      for (const rref of state.handles.values()) {
-        this.expired++;
-        void rref.release().catch(() => undefined);
-      }
+      for (const rref of state.handles.values()) void rref.release().catch(() => undefined);
     }
   }
 

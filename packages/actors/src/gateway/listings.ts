@@ -19,7 +19,6 @@ const NAME = /^[A-Za-z0-9_.:/-]{1,256}$/;
 /** A listing as the gateway keeps it, checked: a worker's answer is input like any other. */
 export interface Listing {
   entries: Map<string, RegisteredSummary>;
-  tfOps: boolean;
 }
 
 /** Listings by agent and worker. */
@@ -35,7 +34,7 @@ export class Listings {
     if (cached && !fresh && Date.now() - cached.at < this.ttlMs) return cached.listing;
     const listing = agent.rpcSync(worker, listRegistry, [], { timeoutMs }).then(checked, (error: unknown) => {
       // A worker built without tb.registry.list: nothing listed, every name called as a function.
-      if (error instanceof TensorbusError && error.code === 'UNKNOWN_FUNCTION') return { entries: new Map(), tfOps: true };
+      if (error instanceof TensorbusError && error.code === 'UNKNOWN_FUNCTION') return { entries: new Map() };
       this.cache.delete(key);
       throw error;
     });
@@ -57,5 +56,5 @@ function checked(raw: unknown): Listing {
     if (typeof entry.doc === 'string') summary.doc = entry.doc.slice(0, 2000);
     entries.set(entry.name, summary);
   }
-  return { entries, tfOps: listing?.tfOps === true };
+  return { entries };
 }

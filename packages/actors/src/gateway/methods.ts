@@ -119,7 +119,8 @@ async function listMethods(ctx: RequestContext): Promise<string[]> {
     const listing = listings[i];
     if (!listing) return; // did not answer: left out rather than failing the whole listing
     for (const name of listing.entries.keys()) out.push(`${worker}.${name}`);
-    if (listing.tfOps) for (const op of ops) out.push(`${worker}.${op}`);
+    // Every worker serves the allowed TensorFlow.js ops (`tf.<op>`).
+    for (const op of ops) out.push(`${worker}.${op}`);
   });
   return out;
 }

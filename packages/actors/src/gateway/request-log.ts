@@ -3,6 +3,7 @@
  * retries it took), so an operator sees which endpoint misbehaves.
  * @module
  */
+import { defaultLogger } from '../agent/call-log.js';
 
 /** Where the gateway writes its lines (console-compatible: `console` works). */
 export interface GatewayLogger {
@@ -28,6 +29,6 @@ export function formatRecord(record: RequestRecord): string {
 
 /** The default logger: stderr, silent when TENSORBUS_QUIET=1. */
 export function defaultGatewayLogger(): GatewayLogger | undefined {
-  if (process.env.TENSORBUS_QUIET === '1') return undefined;
-  return { info: (line) => process.stderr.write(`${line}\n`) };
+  const stderr = defaultLogger();
+  return stderr && { info: (line) => stderr.error(line) };
 }

@@ -73,9 +73,7 @@ export async function serve(parts: GatewayParts, request: IncomingMessage, respo
     await serveCall(parts, principal, request, response, record);
   } catch (error) {
     // A bug of the gateway, not of the request: the request still gets an answer.
-    const fault = faultOf(error, record.worker);
-    record.outcome = `fault ${fault.faultCode} ${fault.code}`;
-    if (!response.headersSent) reply(response, faultXml(fault));
+    if (!response.headersSent) replyFault(response, record, error);
   } finally {
     record.ms = performance.now() - started;
     parts.options.logger?.info(formatRecord(record));
@@ -86,15 +84,17 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
   const { limits } = parts.options;
   const { client } = principal;
   const count = parts.inFlight.get(client) ?? 0;
-  if (count >= limits.maxInFlightPerClient || (count === 0 && parts.inFlight.size >= limits.maxClients)) {
-    const fault = faultOf(new GatewayError('GATEWAY_LIMIT_EXCEEDED', `this client has ${limits.maxInFlightPerClient} requests in flight already: wait for their answers`), undefined);
-    record.outcome = `fault ${fault.faultCode} ${fault.code}`;
+  const tooMany = count >= limits.maxInFlightPerClient
+    ? `this client has ${limits.maxInFlightPerClient} requests in flight already: wait for their answers`
+    : count === 0 && parts.inFlight.size >= limits.maxClients
+      ? `the gateway serves ${limits.maxClients} clients at once already: try again shortly`
+      : undefined;
+  if (tooMany !== undefined) {
     response.setHeader('connection', 'close');
     request.resume();
-    return reply(response, faultXml(fault));
+    return replyFault(response, record, new GatewayError('GATEWAY_LIMIT_EXCEEDED', tooMany));
   }
   parts.inFlight.set(client, count + 1);
-  parts.handles.touch(client);
   const budget = new RequestBudget(limits);
   const retries = { count: 0 };
   let result: unknown;
@@ -142,9 +142,7 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
     record.outcome = ctx.innerFaults > 0 ? `ok (${ctx.innerFaults} of the multicall faulted)` : 'ok';
     reply(response, xml);
   } catch (error) {
-    const fault = faultOf(error, record.worker);
-    record.outcome = `fault ${fault.faultCode} ${fault.code}`;
-    reply(response, faultXml(fault));
+    replyFault(response, record, error);
   } finally {
     record.retries = retries.count;
     const left = (parts.inFlight.get(client) ?? 1) - 1;
@@ -156,4 +154,11 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
     tf.dispose(budget.tensors);
     forEachTensor(result, (tensor) => tensor.dispose());
   }
+}
+
+/** Answers with the fault `error` makes (naming the worker the request reached, if any) and logs it as the outcome. */
+function replyFault(response: ServerResponse, record: RequestRecord, error: unknown): void {
+  const fault = faultOf(error, record.worker);
+  record.outcome = `fault ${fault.faultCode} ${fault.code}`;
+  reply(response, faultXml(fault));
 }

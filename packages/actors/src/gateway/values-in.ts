@@ -8,7 +8,8 @@
  * is made for it.
  * @module
  */
-import { GatewayError, InvalidArgumentError, tf } from '@tensorbus/core';
+import { GatewayError, InvalidArgumentError, type tf } from '@tensorbus/core';
+import { elementBytes, tensorFromBytes } from '@tensorbus/core/internal';
 import type { GatewayLimits } from './limits.js';
 import { elements, textOf, type XmlElement, type XmlNode } from './xml-tree.js';
 
@@ -41,8 +42,8 @@ export class RequestBudget {
   }
 }
 
-/** Bytes per element of the dtypes that cross as tensors. */
-export const TENSOR_DTYPES: Readonly<Record<string, number>> = Object.freeze({ float32: 4, int32: 4, bool: 1 });
+/** The dtypes that cross the gateway as tensors. */
+const TENSOR_DTYPES: ReadonlySet<string> = new Set(['float32', 'int32', 'bool']);
 
 const INT = /^[+-]?[0-9]{1,20}$/;
 const DOUBLE = /^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,4})?$/;
@@ -171,8 +172,8 @@ function tensorOf(struct: Record<string, unknown>, budget: RequestBudget): tf.Te
   if (keys.length !== 3 || !(struct.data instanceof Uint8Array) || typeof struct.dtype !== 'string' || !Array.isArray(struct.shape)) return undefined;
   if (!keys.includes('dtype') || !keys.includes('shape')) return undefined;
   const dtype = struct.dtype;
-  const itemBytes = TENSOR_DTYPES[dtype];
-  if (itemBytes === undefined) bad(`tensor dtype '${dtype.slice(0, 20)}' is not one of ${Object.keys(TENSOR_DTYPES).join(', ')}`);
+  if (!TENSOR_DTYPES.has(dtype)) bad(`tensor dtype '${dtype.slice(0, 20)}' is not one of ${[...TENSOR_DTYPES].join(', ')}`);
+  const itemBytes = elementBytes(dtype)!;
   const shape = struct.shape as unknown[];
   if (shape.length > 8) bad('a tensor has at most 8 dimensions');
   let size = 1;
@@ -183,11 +184,8 @@ function tensorOf(struct: Record<string, unknown>, budget: RequestBudget): tf.Te
   const bytes = struct.data;
   if (size * itemBytes !== bytes.byteLength) bad(`tensor data holds ${bytes.byteLength} bytes; shape [${shape.join(', ')}] of ${dtype} needs ${size * itemBytes}`);
   budget.tensorData(bytes.byteLength);
-  // Copied into an aligned buffer of its own; values are little-endian on the wire and on every host tfjs runs on.
-  const copy = new ArrayBuffer(bytes.byteLength);
-  new Uint8Array(copy).set(bytes);
-  const values = dtype === 'float32' ? new Float32Array(copy) : dtype === 'int32' ? new Int32Array(copy) : new Uint8Array(copy);
-  const tensor = tf.tensor(values, shape as number[], dtype as 'float32' | 'int32' | 'bool');
+  // The codec's own reading of tensor bytes (little-endian on the wire and on every host tfjs runs on): aligned, bools made 0/1.
+  const tensor = tensorFromBytes(dtype, shape as number[], bytes, 0, bytes.byteLength);
   budget.tensors.push(tensor);
   return tensor;
 }

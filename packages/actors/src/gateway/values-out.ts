@@ -9,6 +9,7 @@
  * @module
  */
 import { SerializationError, tf } from '@tensorbus/core';
+import { elementBytes, tensorBytes } from '@tensorbus/core/internal';
 import { RRef } from '../rref/rref.js';
 import type { Fault } from './faults.js';
 
@@ -46,8 +47,7 @@ function writeNumber(n: number, out: string[]): void {
 function writeTensor(tensor: tf.Tensor, out: string[]): void {
   const dtype = tensor.dtype;
   if (dtype !== 'float32' && dtype !== 'int32' && dtype !== 'bool') throw new SerializationError(`a ${dtype} tensor cannot cross the gateway (float32, int32 and bool do)`);
-  const values = tensor.dataSync();
-  const bytes = dtype === 'bool' ? Uint8Array.from(values as Uint8Array) : new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  const bytes = tensorBytes(tensor, tensor.size * elementBytes(dtype)!);
   out.push('<struct><member><name>dtype</name><value><string>', dtype, '</string></value></member><member><name>shape</name><value><array><data>');
   for (const d of tensor.shape) out.push('<value><int>', String(d), '</int></value>');
   out.push('</data></array></value></member><member><name>data</name><value><base64>', Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'), '</base64></value></member></struct>');

@@ -110,8 +110,8 @@ export function textOf(nodes: readonly XmlNode[], decode = true): string {
   let text = '';
   for (const node of nodes) {
     const value = (node as { '#text'?: unknown })['#text'];
+    // Always a string: tag values are not parsed (parseTagValue: false).
     if (typeof value === 'string') text += value;
-    else if (typeof value === 'number') text += String(value);
   }
   return decode ? decodeEntities(text) : text;
 }

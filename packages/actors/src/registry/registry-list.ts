@@ -13,9 +13,7 @@ import { listRegistered, remoteFunction, type RegisteredSummary } from './functi
 export interface RegistryListing {
   /** Registered functions and classes, protocol ones left out. */
   entries: RegisteredSummary[];
-  /** True: the worker serves the allowed TensorFlow.js ops (`tf.<op>`). */
-  tfOps: boolean;
 }
 
 /** Lists the functions and classes registered on the worker that runs it. */
-export const listRegistry = remoteFunction('tb.registry.list', (): RegistryListing => ({ entries: listRegistered(), tfOps: true }));
+export const listRegistry = remoteFunction('tb.registry.list', (): RegistryListing => ({ entries: listRegistered() }));

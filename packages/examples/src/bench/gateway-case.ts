@@ -17,7 +17,6 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { natsTransport, startNatsServer } from '@tensorbus/nats-transport';
@@ -25,7 +24,7 @@ import { initRpc } from '@tensorbus/actors';
 import { flagReader } from '../common/args.js';
 import { commandLine, generatedMarkers, replaceGeneratedPart } from './report/generated-part.js';
 import { formatTime } from './report/format.js';
-import { median, quantile } from './stats.js';
+import { median, quantile, timeCalls } from './stats.js';
 import { echo } from './systems/tensorbus-functions.js';
 
 const argv = process.argv.slice(2);
@@ -71,15 +70,10 @@ try {
       req.on('error', reject);
       req.end(body);
     });
-  const timed = async (n: number, call: (i: number) => Promise<unknown>): Promise<number[]> => {
-    const samples: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const t0 = performance.now();
-      await call(i);
-      samples.push((performance.now() - t0) * 1000);
-    }
-    return samples;
-  };
+  // Each call gets a number of its own (the gateway's answer must echo it); samples in µs.
+  let next = 0;
+  const timed = async (n: number, call: (i: number) => Promise<unknown>): Promise<number[]> =>
+    (await timeCalls(() => call(next++), { warmup: 0, reps: n })).samplesMs.map((ms) => ms * 1000);
   const direct = (i: number) => agent.rpcSync('callee', echo, [i]);
   await timed(WARMUP, direct);
   await timed(WARMUP, post);
