@@ -50,8 +50,8 @@ function observeWorkers(meter: Meter): void {
         const attributes: Attributes = { 'tensorbus.worker': worker.host.name };
         const r = readResources(worker.host);
         result.observe(inFlight, r.inFlight, attributes);
-        result.observe(owned, r.rrefsOwned, attributes);
-        result.observe(used, r.rrefsUsed, attributes);
+        result.observe(owned, r.rrefs.owned, attributes);
+        result.observe(used, r.rrefs.used, attributes);
         result.observe(contexts, r.contexts, attributes);
         result.observe(tensors, r.tensors, attributes);
         result.observe(tensorBytes, r.tensorBytes, attributes);

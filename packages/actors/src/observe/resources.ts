@@ -12,8 +12,8 @@ import { RREFS } from '../rref/plugin.js';
 /** A worker's resources at one moment. */
 export interface WorkerResources {
   inFlight: number;
-  rrefsOwned: number;
-  rrefsUsed: number;
+  /** RRefs this worker owns, and user RRefs it holds. */
+  rrefs: { owned: number; used: number };
   contexts: number;
   tensors: number;
   tensorBytes: number;
@@ -40,8 +40,7 @@ export function readResources(host: AgentHost): WorkerResources {
   const usage = process.memoryUsage();
   return {
     inFlight: host.callCounts.outstanding,
-    rrefsOwned: rrefs.owners,
-    rrefsUsed: rrefs.users,
+    rrefs: { owned: rrefs.owners, used: rrefs.users },
     contexts: host.plugin(AUTOGRAD).size,
     tensors: memory.numTensors,
     tensorBytes: memory.numBytes,

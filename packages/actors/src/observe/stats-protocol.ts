@@ -11,7 +11,8 @@
  * @module
  */
 import { RING_SECONDS } from './call-rings.js';
-import { MAX_ERROR_CODES, MAX_EVENTS, MAX_REPORTED, MAX_ROUTES } from './worker-observations.js';
+import type { WorkerResources } from './resources.js';
+import { MAX_ERROR_CODES, MAX_EVENTS, MAX_REPORTED, MAX_ROUTES, type WorkerEvent } from './worker-observations.js';
 
 /** The control kind of the stats query. */
 export const STATS = 'stats';
@@ -37,8 +38,8 @@ export interface FunctionStats {
   buckets: WireBucket[];
 }
 
-/** What a worker answers to a stats query. */
-export interface WorkerStats {
+/** What a worker answers to a stats query: who it is, its calls, and its resources (resources.ts). */
+export interface WorkerStats extends WorkerResources {
   v: 1;
   name: string;
   id: number;
@@ -60,16 +61,8 @@ export interface WorkerStats {
   made: FunctionStats[];
   /** Failed calls (made or served) by error code, since observing began. */
   errors: Record<string, number>;
-  inFlight: number;
-  rrefs: { owned: number; used: number };
-  contexts: number;
-  tensors: number;
-  tensorBytes: number;
-  wasmHeapBytes: number;
-  rssBytes: number;
-  heapUsedBytes: number;
   /** Recent joins, leaves and failures this worker saw. */
-  events: Array<{ at: number; kind: 'join' | 'leave' | 'fail'; worker: string }>;
+  events: WorkerEvent[];
   /** Values the application reported (`reportStat`). */
   reported: Record<string, number>;
 }

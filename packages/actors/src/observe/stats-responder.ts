@@ -51,7 +51,6 @@ export class StatsResponder {
   private snapshot(window: number): WorkerStats {
     const host = this.host;
     const o = this.observations;
-    const r = readResources(host);
     const self = host.members.self;
     return {
       v: 1,
@@ -69,14 +68,7 @@ export class StatsResponder {
       served: wire(o.served.recent(window, MAX_LISTED_FUNCTIONS)),
       made: wire(o.made.recent(window, MAX_LISTED_FUNCTIONS)),
       errors: Object.fromEntries(o.errors),
-      inFlight: r.inFlight,
-      rrefs: { owned: r.rrefsOwned, used: r.rrefsUsed },
-      contexts: r.contexts,
-      tensors: r.tensors,
-      tensorBytes: r.tensorBytes,
-      wasmHeapBytes: r.wasmHeapBytes,
-      rssBytes: r.rssBytes,
-      heapUsedBytes: r.heapUsedBytes,
+      ...readResources(host),
       events: [...o.events],
       reported: Object.fromEntries(o.reported),
     };
