@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Frame, InvalidArgumentError } from '@tensorbus/core';
 import { natsTransport } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
-import { busyPoll, MAX_BUSY_POLL_US } from '../src/direct/busy-poll.js';
+import { busyPoll, LONG_WAIT_SHARE, MAX_BUSY_POLL_US, PROBE_EVERY } from '../src/direct/busy-poll.js';
 import { machineCrowded, runnableThreads } from '../src/direct/runnable-threads.js';
 import { sharedNatsServer } from '../src/testing/index.js';
 
@@ -27,12 +27,12 @@ async function requesterAndResponder(t: ExecutionContext): Promise<NatsTransport
   });
   const requester = (await natsTransport({ servers: url, namespace, direct: { busyPollUs: WINDOW_US } })) as NatsTransport;
   t.teardown(() => requester.close());
-  for (const subject of ['fast', 'slow']) (await requester.request(subject, Frame.of(new Uint8Array([0])), { timeoutMs: 10_000 })).release();
+  for (const subject of ['fast', 'slow', 'paced']) (await requester.request(subject, Frame.of(new Uint8Array([0])), { timeoutMs: 10_000 })).release();
   return requester;
 }
 
-async function requests(requester: NatsTransport, subject: string, count: number): Promise<void> {
-  for (let i = 0; i < count; i++) (await requester.request(subject, Frame.of(new Uint8Array([i & 0xff])), { timeoutMs: 10_000 })).release();
+async function requests(requester: NatsTransport, subject: string, count: number, firstByte?: number): Promise<void> {
+  for (let i = 0; i < count; i++) (await requester.request(subject, Frame.of(new Uint8Array([firstByte ?? i & 0xff])), { timeoutMs: 10_000 })).release();
 }
 
 async function stopsPolling(t: ExecutionContext): Promise<void> {
@@ -73,6 +73,31 @@ test.serial('busy poll - a caller whose answers come later than the window stops
   // Without backing off every call would poll its whole window: 40 x 10 ms of CPU.
   const cpuMs = (used.user + used.system) / 1000;
   t.true(cpuMs < (calls * WINDOW_US) / 1000 / 2, `CPU while waiting: ${cpuMs.toFixed(0)} ms`);
+  await stopsPolling(t);
+});
+
+test.serial('busy poll - answers that land late in the window stop most windows opening; one send in PROBE_EVERY still times them', async (t) => {
+  busyPoll.crowdedProbe = spareCore;
+  const requester = await requesterAndResponder(t);
+  // Answers after 70 % of the window: polled through (hits), but longer than LONG_WAIT_SHARE of it.
+  const answerMs = Math.ceil((WINDOW_US / 1000) * 0.7);
+  t.true(answerMs > (WINDOW_US / 1000) * LONG_WAIT_SHARE);
+  // From a polling state (what earlier tests left backed off is used up by quick answers).
+  await requests(requester, 'fast', 300);
+  const before = busyPoll.stats();
+  const calls = 8 * PROBE_EVERY;
+  await requests(requester, 'paced', calls, answerMs);
+  const after = busyPoll.stats();
+  const windows = after.hits + after.misses - before.hits - before.misses;
+  const slow = after.slow - before.slow;
+  // A few windows until the average passes the share, then one per PROBE_EVERY sends.
+  t.true(windows <= 8 + calls / PROBE_EVERY, `windows opened: ${windows} of ${calls} sends`);
+  t.true(windows >= calls / PROBE_EVERY - 1, `windows opened: ${windows}: the probes still time the answers`);
+  t.true(slow >= calls * 0.8, `sends that opened no window for slow answers: ${slow} of ${calls}`);
+  // Fast answers again: the probes see them and windows open for every send.
+  const fast = busyPoll.stats();
+  await requests(requester, 'fast', 300);
+  t.true(busyPoll.stats().hits > fast.hits, 'a window saw answers again');
   await stopsPolling(t);
 });
 

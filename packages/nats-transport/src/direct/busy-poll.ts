@@ -11,7 +11,12 @@
  * than the wakeup it saves (the spinning core is taken from the peer's
  * helper threads and everything else), so no window opens while answers
  * have been taking longer than {@link LONG_WAIT_SHARE} of the window on
- * average (every send and the next arrival are timed, polled or not). A
+ * average. Only answers that land in a window are timed: a wait without
+ * polling is longer by the two wakeups polling saves, so timing those would
+ * keep polling off for answers it would make quick, and an answer that does
+ * not come in the window (a collector's pause, a long computation) is a miss,
+ * handled below. While answers are slow, every {@link PROBE_EVERY}th send
+ * still opens a window, to time them again. A
  * window whose answer does not come is a miss, and after
  * {@link MISSES_BEFORE_BACKOFF} misses in a row polling stops for a growing
  * number of sends (up to {@link MAX_SKIP}), and starts again after an answer
@@ -36,6 +41,8 @@ export const DEFAULT_BUSY_POLL_US = 500;
 export const LONG_WAIT_SHARE = 0.5;
 /** Weight of the newest wait in the running average. */
 const WAIT_WEIGHT = 0.25;
+/** While answers take long, one send in this many still opens a window (to time them again). */
+export const PROBE_EVERY = 16;
 /** Longest window accepted, µs. */
 export const MAX_BUSY_POLL_US = 10_000;
 /** Windows in a row without an answer before polling backs off. */
@@ -72,9 +79,13 @@ export class BusyPoll {
   /** The next backoff after misses (reset by a hit). */
   private nextSkip = 1;
   private readonly counts: BusyPollStats = { hits: 0, misses: 0, skipped: 0, crowded: 0, slow: 0 };
-  /** Running average of the time from a send to the next bytes that arrive, ms; the time of the last send not yet answered. */
+  /** Running average of the time from a send to the next bytes that arrive (at most the window), of answers that landed in a window, ms. */
   private averageWaitMs = 0;
+  /** The time of the first send not yet answered, and whether its wait is being polled through (so timed). */
   private awaitingSince: number | undefined;
+  private timing = false;
+  /** Sends that opened no window since answers were found slow. */
+  private sinceProbe = 0;
   /** When the open window last checked the machine, ms. */
   private checkedAt = 0;
   private readonly tick = () => this.onTick();
@@ -109,15 +120,20 @@ export class BusyPoll {
   sent(): void {
     if (this.windowMs === 0) return;
     const now = performance.now();
-    this.awaitingSince ??= now;
+    const first = this.awaitingSince === undefined;
+    if (first) this.awaitingSince = now;
+    const slow = this.averageWaitMs > this.windowMs * LONG_WAIT_SHARE;
     if (this.polling) {
-      this.deadline = now + this.windowMs;
+      if (first) this.timing = true;
+      // An open window is not stretched over answers known to take long: it ends as it would have.
+      if (!slow) this.deadline = now + this.windowMs;
       return;
     }
-    if (this.averageWaitMs > this.windowMs * LONG_WAIT_SHARE) {
+    if (slow && ++this.sinceProbe < PROBE_EVERY) {
       this.counts.slow++;
       return;
     }
+    this.sinceProbe = 0;
     if (this.skipLeft > 0) {
       this.skipLeft--;
       this.counts.skipped++;
@@ -131,13 +147,15 @@ export class BusyPoll {
     this.polling = true;
     this.answered = false;
     this.checkedAt = now;
+    this.timing = first;
     setImmediate(this.tick);
   }
 
   /** Bytes arrived on a direct route. */
   received(): void {
     if (this.awaitingSince !== undefined) {
-      this.averageWaitMs += WAIT_WEIGHT * (performance.now() - this.awaitingSince - this.averageWaitMs);
+      // One long wait (a collector's pause) counts as the window: it must not stop polling for many sends.
+      if (this.timing) this.timed(Math.min(performance.now() - this.awaitingSince, this.windowMs));
       this.awaitingSince = undefined;
     }
     if (!this.polling || this.answered) return;
@@ -152,7 +170,9 @@ export class BusyPoll {
     if (now - this.checkedAt >= CHECK_MS) {
       this.checkedAt = now;
       if (this.crowdedProbe(now)) {
+        // The wait is no longer polled through: it is not timed.
         this.polling = false;
+        this.timing = false;
         this.counts.crowded++;
         return;
       }
@@ -163,11 +183,19 @@ export class BusyPoll {
     }
     this.polling = false;
     if (this.answered) return;
+    // No answer in the window: a miss, which backs off below; the wait, not polled through to its end, is not timed.
+    this.timing = false;
     this.counts.misses++;
     if (++this.missesInRow >= MISSES_BEFORE_BACKOFF) {
       this.skipLeft = this.nextSkip;
       this.nextSkip = Math.min(this.nextSkip * 2, MAX_SKIP);
     }
+  }
+
+  /** An answer landed in a window `ms` after the send it answers. */
+  private timed(ms: number): void {
+    this.averageWaitMs += WAIT_WEIGHT * (ms - this.averageWaitMs);
+    this.timing = false;
   }
 }
 

@@ -52,7 +52,7 @@ serveCommands(
     latency: (p) => tensorbusLatency(driver, CALLEE, Number(p.bytes), p.plan as LatencyPlan),
     rate: (p) => tensorbusAsyncRate(driver, CALLEE, p.plan as RatePlan),
     rref: (p) => tensorbusRrefRate(driver, CALLEE, p.plan as RatePlan),
-    autograd: (p) => tensorbusAutograd(driver, CALLEE, p.plan as LatencyPlan),
+    autograd: (p) => tensorbusAutograd(driver, CALLEE, p.plan as LatencyPlan, p.last !== false),
     growth: (p) => {
       if (transportKind !== 'local') throw new Error('growth over NATS runs in growth-caller processes');
       return localGrowth(p);
