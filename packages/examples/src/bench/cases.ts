@@ -81,8 +81,12 @@ function latencyPlan(reps: number, warmup: number, blocks: number): (b: number) 
  * system alike (PyTorch's scripts warm up as they do).
  */
 const JIT_WARMUP_CALLS = 6000;
-/** The same for the protocol cases: RRef cycles, autograd steps. */
-const JIT_WARMUP_CYCLES = 3000;
+/**
+ * The same for RRef cycles: from a fresh pair of processes the rate per 500
+ * cycles goes 1.5, 1.7, 2.6, 3.0, 3.8, 5.9, 8.1 k/s and settles at 11-14 k/s
+ * from about the 4,000th cycle.
+ */
+const JIT_WARMUP_CYCLES = 6000;
 /**
  * An autograd step settles later than a call: from a fresh pair of processes
  * its median per 250 steps goes 1.9, 1.5, 1.1, 0.83, 1.05, 0.86, 0.77, 0.47
