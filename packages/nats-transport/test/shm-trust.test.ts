@@ -23,6 +23,11 @@ interface Route {
   token: Buffer;
 }
 
+/** Fails `t` with what the intruder said when it got no reply at all (its connection closed, or an error). */
+function replied(t: ExecutionContext, answer: object): void {
+  if ('closed' in answer || 'error' in answer) t.fail(`the intruder got no reply: ${JSON.stringify(answer)}`);
+}
+
 /** Runs a fixture with `args` and resolves with the first line it prints, parsed as JSON. */
 async function firstLine<T>(t: ExecutionContext, name: string, args: string[], keep = true): Promise<T> {
   const child = spawn(process.execPath, [fixture(name), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -86,6 +91,7 @@ test('shared memory - a reference to a third process\'s segment is refused unrun
   const ranBefore = served.ran;
   for (const uid of intruders) {
     const answer = await firstLine<{ uid: number; status: number; size: number }>(t, 'shm-intruder', [JSON.stringify({ ...task, uid })], false);
+    replied(t, answer);
     t.is(answer.uid, uid ?? process.getuid!(), 'the intruder ran as the user asked');
     t.is(answer.status, 0x04, `refused with "cannot map" (intruder uid ${answer.uid})`);
     t.is(answer.size, 0, 'and nothing else came back');
@@ -126,6 +132,7 @@ test('shared memory - a path-only descriptor of a file (one its holder may not r
   const uid = process.getuid?.() === 0 ? NOBODY : undefined;
   const task = { host: route!.host, port: route!.port, token: route!.token.toString('hex'), subject: subject!, pid: 0, fd: 0, size: 0, uid, pathOnly: secretFile };
   const answer = await firstLine<{ uid: number; status: number; size: number; body: string }>(t, 'shm-intruder', [JSON.stringify(task)], false);
+  replied(t, answer);
   t.is(answer.uid, uid ?? process.getuid!());
   t.is(answer.status, 0x04, 'refused with "cannot map"');
   t.false(answer.body.includes('tppu!pomz'), 'nothing of the file came back (plus one per byte)');
