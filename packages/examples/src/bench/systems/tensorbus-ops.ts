@@ -74,7 +74,14 @@ let autogradModel: Promise<AutogradModel> | undefined;
  */
 export async function tensorbusAutograd(agent: RpcAgent, callee: string, plan: LatencyPlan, last = true): Promise<LatencySamples> {
   const { batch, inputs, outputs } = AUTOGRAD_SHAPE;
-  autogradModel ??= RemoteModule.create(agent, callee, BenchLinear, [inputs, outputs]).then((module) => ({ module, x: tf.randomNormal([batch, inputs], 0, 1, 'float32', 3) }));
+  autogradModel ??= RemoteModule.create(agent, callee, BenchLinear, [inputs, outputs]).then(
+    (module) => ({ module, x: tf.randomNormal([batch, inputs], 0, 1, 'float32', 3) }),
+    (error: unknown) => {
+      // A block that could not make the model fails; the next one tries again.
+      autogradModel = undefined;
+      throw error;
+    },
+  );
   const { module, x } = await autogradModel;
   try {
     return await timeCalls(
