@@ -6,8 +6,9 @@ process here, with the rendezvous address on the command line (the anchor
 scripts spawn both ranks in one namespace with mp.spawn, which cannot span
 two). Rank 0 calls an identity function on rank 1 with float32 tensors of
 each size and prints one JSON line per size: the median round trip, over the
-same repetitions as the anchor torch_rpc.py (30 up to 8 MB, 5 beyond, a
-tenth of that, at least 2, as warm-up).
+same repetitions as the bench gives tensorbus between the hosts (300 up to
+8 MB after 30 of warm-up: TCP windows grow over the first calls; 5 beyond,
+after 2).
 
 TensorPipe is limited to what it could use between two machines: the "uv"
 (TCP) transport and the channels that go over it. Left to itself it picks
@@ -41,7 +42,7 @@ def identity(x):
 
 
 def repetitions(size):
-    n = 2000 if size <= 65536 else (30 if size <= 8 << 20 else 5)
+    n = 2000 if size <= 65536 else (300 if size <= 8 << 20 else 5)
     return n, max(2, n // 10)
 
 

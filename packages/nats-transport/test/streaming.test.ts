@@ -2,7 +2,7 @@ import test from 'ava';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { defaultCodec, SerializationError, STREAM_MIN_BYTES, tf, type DeferredBytes, type FrameDecoder } from '@tensorbus/core';
-import { acquireFrame, bufferPoolStats, releaseOutgoing } from '@tensorbus/core/internal';
+import { acquireFrame, bufferPoolStats, releaseOutgoing, wasmHeapOf } from '@tensorbus/core/internal';
 import { natsTransport } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
 import { sharedNatsServer } from '../src/testing/index.js';
@@ -157,6 +157,36 @@ test.serial('streaming - a pooled frame queued behind a streamed one and release
   next.release();
   t.is(bufferPoolStats().outstanding, before, 'given back once written, once');
   close();
+});
+
+test.serial('streaming - a tensor frame written straight from the WASM heap arrives intact when the heap grows while the socket still writes it', async (t) => {
+  const baseline = tf.memory().numTensors;
+  const { near, received, close } = await socketPair();
+  t.teardown(close);
+  await once(near, 'connect');
+  const writer = new FrameWriter(near);
+  const x = tf.tidy(() => tf.range(0, 2 ** 23, 1, 'int32').mod(65521)); // 32 MiB
+  const frame = defaultCodec.encodeOutgoing({ x }) as DeferredBytes;
+  x.dispose();
+  const expected = Buffer.from(frame.toBytes());
+  let written = 0;
+  t.true(writer.write(replyHeader(1, REPLY_OK, frame.byteLength), frame, () => written++));
+  releaseOutgoing(frame); // its owner is done at once, as the call server is
+  t.is(writer.fromHeap, 1, 'written from where its bytes lie, not through the chunk buffers');
+  t.true(near.writableLength > 0, 'the kernel has not taken it all yet');
+  // Grow the heap (a detached heap view would write nothing, a moved heap garbage), and write over the memory that is free.
+  const heap = wasmHeapOf(tf.backend())!;
+  const before = heap.heap().byteLength;
+  const filler = tf.fill([before / 4 + 2 ** 20], 7, 'int32');
+  t.true(heap.heap().byteLength > before, 'the heap grew while the frame was being written');
+  const total = 14 + frame.byteLength;
+  const all = await received(total);
+  t.is(all.length, total);
+  t.true(all.subarray(14).equals(expected), 'every byte as it was when written');
+  for (let i = 0; i < 100 && written < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.is(written, 1);
+  filler.dispose();
+  t.is(tf.memory().numTensors, baseline, 'its tensor goes once it is written');
 });
 
 test.serial('streaming - a reply cut off while it arrives into tensor memory fails its request and leaves no tensors', async (t) => {

@@ -16,9 +16,12 @@ import { SerializationError } from '../errors.js';
 import { Owned } from '../owned.js';
 import { tf } from '../tf.js';
 import type { DeferredBytes } from '../transport/transport.js';
-import { inActiveWasmHeap, tensorBytes } from './tensor-data.js';
+import { heapViewsOutliveGrowth, inActiveWasmHeap, tensorBytes } from './tensor-data.js';
 
 type Tensor = TfNamespace.Tensor;
+
+/** Most tensors a frame may have to be written as views of where they lie. */
+export const MAX_VIEW_BLOCKS = 64;
 
 /** A tensor block of the frame: where it starts, how long it is, and where its bytes are read from. */
 interface Block {
@@ -93,6 +96,28 @@ export class OutgoingFrame implements DeferredBytes {
       }
       at = stop;
     }
+  }
+
+  /**
+   * {@link DeferredBytes.views}: the head, each block's bytes where they lie
+   * (the WASM heap itself), and zeros for the padding between. Undefined
+   * where a heap view could move under a pending write (see
+   * `heapViewsOutliveGrowth`) or the frame has more than
+   * {@link MAX_VIEW_BLOCKS} tensors (copying many small ones costs less
+   * than a long write list).
+   */
+  views(): Uint8Array[] | undefined {
+    if (this.#freed) throw new SerializationError('the frame was released before it was sent');
+    if (this.blocks.length > MAX_VIEW_BLOCKS || !heapViewsOutliveGrowth()) return undefined;
+    const out: Uint8Array[] = [this.head];
+    let at = this.head.byteLength;
+    for (const block of this.blocks) {
+      if (block.start > at) out.push(new Uint8Array(block.start - at));
+      if (block.length > 0) out.push(block.bytes ?? tensorBytes(block.pin!, block.length));
+      at = block.start + block.length;
+    }
+    if (this.byteLength > at) out.push(new Uint8Array(this.byteLength - at));
+    return out;
   }
 
   /**

@@ -42,6 +42,15 @@ export interface DeferredBytes {
   toFrame?(): Frame;
   /** Keeps it readable until the returned function is called (once). */
   hold(): () => void;
+  /**
+   * All of it as views of where its bytes lie, in order (header, tensor
+   * memory, padding), for a writer that hands them to the kernel at once.
+   * The views themselves may be detached by the next tensor call, so hand
+   * them over before any other code runs; the memory they show stays mapped
+   * and in place while the bytes are held. Undefined where that is not so
+   * (see `OutgoingFrame.views`): read them piece by piece instead.
+   */
+  views?(): Uint8Array[] | undefined;
 }
 
 /**

@@ -18,6 +18,15 @@ export interface BenchCase {
   kind: CaseKind;
   /** Payload of a latency case, bytes (0: no-op). */
   bytes?: number;
+  /** Repetitions of a latency case where they differ from its size's usual ones. */
+  repetitions?: Repetitions;
+}
+
+/** How often a latency case runs: warm-up calls (first block only), measured calls, and blocks they are split into. */
+export interface Repetitions {
+  warmup: number;
+  reps: number;
+  blocks: number;
 }
 
 const MB = 1 << 20;
@@ -110,7 +119,7 @@ function ratePlan(window: number, calls: number, rounds: number, warmupCalls: nu
 export function casePlan(c: BenchCase, quick: boolean): CasePlan {
   switch (c.kind) {
     case 'latency': {
-      const { blocks, plan } = roundTripPlan(c.bytes!, quick);
+      const { blocks, plan } = c.repetitions ? { blocks: c.repetitions.blocks, plan: latencyPlan(c.repetitions.reps, c.repetitions.warmup, c.repetitions.blocks) } : roundTripPlan(c.bytes!, quick);
       return { blocks, op: c.kind, params: (b) => ({ bytes: c.bytes, plan: plan(b) }) };
     }
     case 'rate': {

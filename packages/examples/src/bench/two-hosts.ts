@@ -12,7 +12,7 @@
  */
 import { namespacesRefused, TwoHosts, type NsProcess, type TwoHostsOptions } from '@tensorbus/nats-transport/testing';
 import type { DirectStats } from '@tensorbus/nats-transport';
-import { PEAK_MEMORY_BYTES, type BenchCase } from './cases.js';
+import { PEAK_MEMORY_BYTES, type BenchCase, type Repetitions } from './cases.js';
 import { BenchChild } from './process/bench-child.js';
 import type { CaseResult, MissingSystem, PeakRecord, TwoHostSetup } from './results.js';
 import { runCase, runPeakCase, type Progress } from './runner.js';
@@ -22,6 +22,20 @@ import { SYSTEM_LABELS, type SystemId } from './systems/system-ids.js';
 
 /** The /24 of the veth pair (the two-host tests use 10.211.0; any private range inside our own namespaces works). */
 const SUBNET = '10.213.0';
+
+/**
+ * Repetitions of a case up to 8 MB between the hosts, for both systems (the
+ * PyTorch script runs as many): 30 round trips of 4 MB are 0.1 s of traffic,
+ * most of it before the connections' TCP windows have grown, and their
+ * median swung 3.97–5.60 ms for tensorbus and 2.70–3.51 ms for PyTorch RPC
+ * over three runs; with 30 + 300 it was 3.56–3.76 and 2.58–2.69 ms.
+ */
+export const TWO_HOST_STEADY: Repetitions = { warmup: 30, reps: 300, blocks: 3 };
+
+/** `c` as run between the hosts: the steady repetitions for a full run's cases up to 8 MB. */
+function betweenHosts(c: BenchCase, quick: boolean): BenchCase {
+  return !quick && c.bytes !== undefined && c.bytes <= 8 * 2 ** 20 ? { ...c, repetitions: TWO_HOST_STEADY } : c;
+}
 
 /** What the two-host part measured. */
 export interface TwoHostRun {
@@ -86,7 +100,7 @@ async function tensorbusBetween(hosts: TwoHosts, plan: TwoHostPlan, progress: Pr
   const results: CaseResult[] = [];
   const peaks: PeakRecord[] = [];
   try {
-    for (const c of plan.cases.filter((x) => x.bytes !== PEAK_MEMORY_BYTES)) results.push(...(await runCase(c, [running], plan.quick, progress)));
+    for (const c of plan.cases.filter((x) => x.bytes !== PEAK_MEMORY_BYTES)) results.push(...(await runCase(betweenHosts(c, plan.quick), [running], plan.quick, progress)));
     const peakCase = plan.cases.find((x) => x.bytes === PEAK_MEMORY_BYTES);
     if (peakCase) {
       const measured = await runPeakCase(running, peakCase, plan.quick, progress);

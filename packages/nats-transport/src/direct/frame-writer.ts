@@ -1,9 +1,11 @@
 /**
  * Writes reply frames to one data-port connection, in order. A body of bytes
- * is written as it is; a deferred body (a frame whose tensor bytes are read
- * as they are sent) is copied piece by piece into a few chunk buffers, each
- * refilled once the socket has taken it, so a 400 MB reply needs 8 MiB of
- * buffers instead of 400 MB. Frames that come while one streams wait for it.
+ * is written as it is. A deferred body (a frame whose tensor bytes are read
+ * as they are sent) is written straight from the tensors' memory when the
+ * socket is idle and the body allows it (`DeferredBytes.views`); otherwise
+ * it is copied piece by piece into a few chunk buffers, each refilled once
+ * the socket has taken it, so a 400 MB reply needs 8 MiB of buffers instead
+ * of 400 MB. Frames that come while one streams wait for it.
  *
  * A frame or deferred body is held (core's `holdPayload`, as the transport
  * holds a request's payload) when `write` is called — while its maker surely
@@ -22,6 +24,8 @@ type Held = ReturnType<typeof holdPayload>;
 /** Size and number of the chunk buffers a deferred body streams through. */
 const CHUNK_BYTES = 4 * 2 ** 20;
 const CHUNKS = 2;
+/** `TENSORBUS_WRITE_FROM_HEAP=0` copies every deferred body through the chunk buffers. */
+const WRITE_FROM_HEAP = process.env.TENSORBUS_WRITE_FROM_HEAP !== '0';
 
 /** A frame waiting for the one that streams: its body is already owned. */
 interface Queued {
@@ -40,6 +44,8 @@ export class FrameWriter {
   private streaming = false;
   private readonly waiting: Queued[] = [];
   private chunks: Uint8Array[] | undefined;
+  /** Deferred bodies written from where their bytes lie, not through the chunk buffers. */
+  fromHeap = 0;
 
   constructor(private readonly socket: Socket) {}
 
@@ -102,8 +108,49 @@ export class FrameWriter {
     }
   }
 
+  /**
+   * Hands `header` and the body's bytes, where they lie, to the kernel in one
+   * write when the socket has nothing else queued: the views go to libuv
+   * before any other code runs (so none is detached first), and the memory
+   * under them stays held until the socket has written it. Returns false,
+   * having written nothing, where the body gives no views or the socket
+   * would keep them queued in JavaScript.
+   */
+  private writeInPlace(header: Buffer, body: DeferredBytes, owned: Held, onWritten: (() => void) | undefined): boolean {
+    if (!WRITE_FROM_HEAP || this.socket.writableLength > 0 || this.socket.connecting) return false;
+    let views: Uint8Array[] | undefined;
+    try {
+      views = body.views?.();
+    } catch {
+      return false; // read piece by piece, which fails the connection the same way
+    }
+    if (views === undefined) return false;
+    this.fromHeap++;
+    const written = (error?: Error | null) => {
+      owned.release();
+      this.streaming = false;
+      if (error) {
+        this.socket.destroy();
+      } else {
+        try {
+          onWritten?.();
+        } catch {
+          // The owner's bookkeeping failed: the frame was written; go on.
+        }
+      }
+      this.next();
+    };
+    this.socket.cork();
+    this.socket.write(header);
+    for (let i = 0; i < views.length - 1; i++) this.socket.write(views[i]!);
+    this.socket.write(views[views.length - 1]!, written);
+    this.socket.uncork();
+    return true;
+  }
+
   private stream(header: Buffer, body: DeferredBytes, owned: Held, onWritten: (() => void) | undefined): void {
     this.streaming = true;
+    if (this.writeInPlace(header, body, owned, onWritten)) return;
     this.chunks ??= Array.from({ length: CHUNKS }, () => new Uint8Array(CHUNK_BYTES));
     const free = [...this.chunks];
     let position = 0;
