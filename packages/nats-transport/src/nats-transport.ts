@@ -182,7 +182,7 @@ export class NatsTransport implements Transport {
     checkSubject(full, 'subject', { wildcards: true });
     // A subject only this subscriber serves can be reached directly: replies tell requesters how.
     const route = options.exclusive && !options.queue
-      ? this.direct?.serve(full, (data, respond) => handler({ subject, data, reply: 'direct', respond: (answer) => !this.closed && respond(answer) }))
+      ? this.direct?.serve(full, (data, respond, sink) => handler({ subject, data, sink, reply: 'direct', respond: (answer) => !this.closed && respond(answer) }), options.requestSink)
       : undefined;
     const deliver = (msg: Msg, data: Frame) => {
       // A reply subject is whatever the sender wrote: one that is not a plain subject is never answered.

@@ -217,6 +217,46 @@ test.serial('streaming - a reply cut off while it arrives into tensor memory fai
   server.close();
 });
 
+test.serial('streaming - over a TCP route a large request goes into the sink its subscription gives, as it arrives, leaving no tensors', async (t) => {
+  const server = await sharedNatsServer();
+  const namespace = `s${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
+  const options = { servers: server.url, namespace, direct: { sharedMemory: false } };
+  const a = (await natsTransport(options)) as NatsTransport;
+  const b = (await natsTransport(options)) as NatsTransport;
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  const sinks: FrameDecoder[] = [];
+  const seen: { sunk: boolean; bytes: number; sum: number }[] = [];
+  b.subscribe('sum', (message) => {
+    const sunk = message.sink !== undefined;
+    t.is(message.sink, sunk ? sinks.at(-1) : undefined, 'the message comes with the sink that took it');
+    const value = (sunk ? sinks.at(-1)!.result() : defaultCodec.decode(message.data)) as tf.Tensor[];
+    const sum = value.length > 0 ? tf.tidy(() => value[0]!.sum().dataSync()[0]!) : 0;
+    seen.push({ sunk, bytes: message.data.byteLength, sum });
+    for (const tensor of value) tensor.dispose();
+    message.respond(defaultCodec.encode(sum));
+  }, { exclusive: true, requestSink: (size) => {
+    const decoder = defaultCodec.decoder(size);
+    if (decoder) sinks.push(decoder);
+    return decoder;
+  } });
+  await b.flush();
+  await a.request('sum', defaultCodec.encode([])); // the reply offers the route
+  const baseline = tf.memory().numTensors;
+  const x = tf.fill([2 ** 21], 3); // 8 MiB: pulled over the route
+  const frame = defaultCodec.encodeOutgoing([x]);
+  x.dispose();
+  const reply = await a.request('sum', frame);
+  releaseOutgoing(frame);
+  t.is(defaultCodec.decode(reply), 3 * 2 ** 21);
+  t.is(sinks.length, 1, 'one sink, for the large request only');
+  t.like(seen.at(-1), { sunk: true, bytes: 0, sum: 3 * 2 ** 21 });
+  t.like(b.directStats, { answered: 1, fetched: 1 }, 'the large one came over the route, pulled');
+  t.is(tf.memory().numTensors, baseline);
+});
+
 test.serial('streaming - over a TCP route a request and its reply travel deferred and arrive intact while the WASM heap grows, leaving no tensors', async (t) => {
   const server = await sharedNatsServer();
   const namespace = `s${process.pid}x${Math.random().toString(36).slice(2, 8)}`;

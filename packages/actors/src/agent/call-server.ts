@@ -5,7 +5,7 @@
  * error or drops it; it never crashes.
  * @module
  */
-import { defaultCodec, SerializationError, ShutdownError, UnknownFunctionError, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
+import { defaultCodec, SerializationError, ShutdownError, UnknownFunctionError, type FrameDecoder, type FrameSink, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
 import { errorToWire, releaseOutgoing, remoteErrorFrom, type WireError } from '@tensorbus/core/internal';
 import { callDescription, lookupCallable, type RegistryEntry } from '../registry/functions.js';
 import { freeInstance } from '../rref/held-tensors.js';
@@ -28,6 +28,8 @@ export class CallServer {
   /** Calls running now. */
   running = 0;
   private subscription: TransportSubscription | undefined;
+  /** Requests being decoded as they arrive (see {@link requestSink}), with the list their RRefs land in. */
+  private readonly arriving = new WeakMap<FrameSink, { decoder: FrameDecoder; received: unknown[] }>();
   private accepting = true;
   private readonly wrappers: CallWrapper[] = [];
   /** The RRef side of calls (the RRef plugin). */
@@ -63,7 +65,22 @@ export class CallServer {
   listen(): void {
     // Only this worker serves its call subject (membership keeps names unique): requests may come direct.
     // An in-process transport delivers in the sender's async scope: what the request decodes to is not the sender's call's.
-    this.subscription = this.transport.subscribe(callSubject(this.name), (message) => void outsideCalls(() => this.handle(message)), { exclusive: true });
+    this.subscription = this.transport.subscribe(callSubject(this.name), (message) => void outsideCalls(() => this.handle(message)), {
+      exclusive: true,
+      requestSink: (byteLength) => this.requestSink(byteLength),
+    });
+  }
+
+  /**
+   * Where a large request's bytes go as they arrive, on a transport that
+   * pulls them piece by piece: its tensors are allocated in the WASM heap at
+   * once and read into in place, instead of into a buffer and then copied.
+   */
+  private requestSink(byteLength: number): FrameSink | undefined {
+    const received: unknown[] = [];
+    const decoder = defaultCodec.decoder(byteLength, { host: this.host, peer: undefined, received });
+    if (decoder) this.arriving.set(decoder, { decoder, received });
+    return decoder;
   }
 
   /** From now on, new calls are refused with ShutdownError. */
@@ -81,10 +98,12 @@ export class CallServer {
     // For a profiled call's report (when its request asks; the caller's profiler decides).
     const arrivedAt = performance.now();
     this.running++;
+    const arrived = message.sink && this.arriving.get(message.sink);
     try {
       // A request nobody can be answered on (no reply subject) is dropped.
-      if (!message.reply) return;
+      if (!message.reply) return arrived?.decoder.abandon();
       if (!this.accepting) {
+        arrived?.decoder.abandon();
         this.answerError(message, undefined, errorToWire(new ShutdownError(`worker '${this.name}' is shutting down`)));
         return;
       }
@@ -93,11 +112,12 @@ export class CallServer {
       let caller: CallerIdentity;
       let decoded: unknown;
       // RRefs read from the request land here (nothing is added for calls without any).
-      const received: unknown[] = [];
+      const received: unknown[] = arrived?.received ?? [];
       try {
         // The sender is known only once decoded: extensions read their sender from their own payload.
-        // In-process, a large request is decoded sharing the caller's tensors.
-        decoded = defaultCodec.decodePayload(message.payload ?? message.data, { host: this.host, peer: undefined, received });
+        // In-process, a large request is decoded sharing the caller's tensors; one that arrived into
+        // tensor memory is already decoded.
+        decoded = arrived ? arrived.decoder.result() : defaultCodec.decodePayload(message.payload ?? message.data, { host: this.host, peer: undefined, received });
         request = parseRequest(decoded);
         context = { host: this.host, peer: request.meta.from };
         caller = { name: request.meta.from, verified: this.auth.check(request.meta.from, request.kind, request.fn, request.meta.auth) };

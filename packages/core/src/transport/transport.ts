@@ -178,6 +178,12 @@ export interface InboundMessage {
    */
   readonly payload?: DeferredBytes;
   /**
+   * The sink the subscription's `requestSink` gave for this message, when
+   * the transport wrote the bytes there as they arrived (`data` is then
+   * empty): the handler takes the message from it, or abandons it.
+   */
+  readonly sink?: FrameSink;
+  /**
    * Sends `data` to the reply subject; false when there is none or it failed.
    * A frame stays the caller's share (the transport takes its own).
    */
@@ -200,6 +206,14 @@ export interface SubscribeOptions {
    * bus (the NATS transport's direct routes). Never with `queue`.
    */
   exclusive?: boolean;
+  /**
+   * Offered a request's size before its bytes, by a transport that receives
+   * it piece by piece (the NATS transport's direct routes); a sink returned
+   * takes the bytes, and the message then comes with it as `sink` and an
+   * empty `data`. A message cut off on the way never comes: its sink is
+   * told `fail`. Return undefined to get the bytes as usual.
+   */
+  requestSink?: (byteLength: number) => FrameSink | undefined;
 }
 
 /** A live subscription. */

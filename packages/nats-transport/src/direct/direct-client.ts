@@ -5,7 +5,7 @@
  */
 import { TransportError, type Frame } from '@tensorbus/core';
 import { getFrame, reachableFromHere, REPLY_OK, type DirectOffer } from './direct-protocol.js';
-import { ConnectionPool } from './peer-connection.js';
+import { ConnectionPool, type ReplySinkFactory } from './peer-connection.js';
 
 /** How long an endpoint that failed is not tried again, ms. */
 const FAILED_ENDPOINT_PAUSE_MS = 30_000;
@@ -36,11 +36,18 @@ export class DirectClient {
    * Fetches the payload of `offer`, of `size` bytes (checked against the
    * limit by the caller), as the caller's frame; rejects with TransportError
    * on any failure. A reply of any other size fails the fetch before
-   * anything is allocated for it.
+   * anything is allocated for it. A sink `sink` gives takes the bytes as
+   * they arrive; the frame is then empty.
    */
-  async fetch(offer: DirectOffer, size: number): Promise<Frame> {
-    const { status, data } = await this.pool.get(offer.host, offer.port).request((id) => getFrame(id, offer.token), undefined, undefined, { exact: size });
-    if (status !== REPLY_OK || data.byteLength !== size) {
+  async fetch(offer: DirectOffer, size: number, sink?: ReplySinkFactory): Promise<Frame> {
+    let sunk = false;
+    const sinkFor = sink && ((byteLength: number) => {
+      const taken = sink(byteLength);
+      sunk = taken !== undefined;
+      return taken;
+    });
+    const { status, data } = await this.pool.get(offer.host, offer.port).request((id) => getFrame(id, offer.token), undefined, sinkFor, { exact: size });
+    if (status !== REPLY_OK || data.byteLength !== (sunk ? 0 : size)) {
       data.release();
       throw new TransportError(status !== REPLY_OK ? 'the sender no longer offers this payload' : `the offer announced ${size} bytes but carries ${data.byteLength}`);
     }

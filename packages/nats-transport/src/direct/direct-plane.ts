@@ -12,7 +12,7 @@ import { busyPoll } from './busy-poll.js';
 import { DirectCaller, RouteUnavailableError } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
 import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, isLoopback, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
-import { DirectServer, type Offered, type Route, type RouteHandler } from './direct-server.js';
+import { DirectServer, type Offered, type RequestSinkFactory, type Route, type RouteHandler } from './direct-server.js';
 
 /** Counts of what went beside the bus (for tests and the benchmark). */
 export interface DirectStats {
@@ -94,7 +94,7 @@ export class DirectPlane {
     // Large direct requests are offered for the responder to pull into its own buffer.
     const offer = (data: Payload, onServed: () => void) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined);
     this.caller = new DirectCaller(offer, segments, maxTransferBytes, idleCloseMs);
-    server.useFetcher((offer, size) => this.client.fetch(offer, size));
+    server.useFetcher((offer, size, sink) => this.client.fetch(offer, size, sink));
     if (segments) server.useSharedMemory(segments);
   }
 
@@ -130,9 +130,9 @@ export class DirectPlane {
     return this.server.offer(data);
   }
 
-  /** Serves requests to `subject` (full) on a direct route. */
-  serve(subject: string, handler: RouteHandler): Route {
-    return this.server.route(subject, handler);
+  /** Serves requests to `subject` (full) on a direct route; large ones go into the sink `sinkFor` gives, if any. */
+  serve(subject: string, handler: RouteHandler, sinkFor?: RequestSinkFactory): Route {
+    return this.server.route(subject, handler, sinkFor);
   }
 
   /**

@@ -4,7 +4,7 @@
  * @module
  */
 import { createServer, type Server, type Socket } from 'node:net';
-import { Frame, type Payload } from '@tensorbus/core';
+import { Frame, type FrameSink, type Payload } from '@tensorbus/core';
 import { holdPayload, type HeldPayload } from '@tensorbus/core/internal';
 import { segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
@@ -30,14 +30,17 @@ import { FrameWriter } from './frame-writer.js';
 import { RequestParser, type DirectRequest } from './request-parser.js';
 import { busyPoll } from './busy-poll.js';
 
-/** Fetches an offered payload (the transport's DirectClient), resolving with the caller's frame. */
-export type Fetcher = (offer: DirectOffer, size: number) => Promise<Frame>;
+/** Fetches an offered payload (the transport's DirectClient), resolving with the caller's frame (empty when `sink` gave one that took the bytes). */
+export type Fetcher = (offer: DirectOffer, size: number, sink?: RequestSinkFactory) => Promise<Frame>;
 
 /**
  * Handles a request that came over a direct route: `data` is the handler's
  * share; `respond` answers it (once; a frame answered stays the handler's share).
  */
-export type RouteHandler = (data: Frame, respond: (answer: Payload) => boolean) => void;
+export type RouteHandler = (data: Frame, respond: (answer: Payload) => boolean, sink?: FrameSink) => void;
+
+/** Where a pulled request's bytes go as they arrive (the subscription's `requestSink`), or undefined for a frame of their own. */
+export type RequestSinkFactory = (byteLength: number) => FrameSink | undefined;
 
 const EMPTY = new Uint8Array(0);
 
@@ -81,7 +84,7 @@ export class DirectServer {
   /** Deferred frames written so far (for tests and the benchmark). */
   streamedSent = 0;
   private readonly offers = new Map<string, { data: HeldPayload; onServed: (() => void) | undefined }>();
-  private readonly routes = new Map<string, { subject: string; handler: RouteHandler }>();
+  private readonly routes = new Map<string, { subject: string; handler: RouteHandler; sinkFor: RequestSinkFactory | undefined }>();
   /** Each connection's replies lent in shared memory (a share each), by segment id, until given back. */
   private readonly sockets = new Map<Socket, Map<string, Frame>>();
   /** Each connection's reply writer. */
@@ -160,9 +163,9 @@ export class DirectServer {
   }
 
   /** Accepts direct requests for `subject` (full, as on the bus), handled by `handler`. */
-  route(subject: string, handler: RouteHandler): Route {
+  route(subject: string, handler: RouteHandler, sinkFor?: RequestSinkFactory): Route {
     const { key, header } = this.newCapability();
-    this.routes.set(key, { subject, handler });
+    this.routes.set(key, { subject, handler, sinkFor });
     return { header, remove: () => this.routes.delete(key) };
   }
 
@@ -303,10 +306,13 @@ export class DirectServer {
     // Not delivered until the payload is here: a failed pull lets the requester take the bus.
     const conn = this.conns.get(socket);
     if (conn) conn.busy++;
-    this.fetcher!(offer!, request.size).then(
+    // A request the handler can take as it arrives goes straight into its sink (tensor memory).
+    let sink: FrameSink | undefined;
+    const sinkFor = route.sinkFor && ((byteLength: number) => (sink = route.sinkFor!(byteLength)));
+    this.fetcher!(offer!, request.size, sinkFor).then(
       (data) => {
         if (conn) conn.busy--;
-        this.handle(socket, { id: request.id, handler: route.handler, data });
+        this.handle(socket, { id: request.id, handler: route.handler, data, sink });
       },
       () => {
         if (conn) conn.busy--;
@@ -343,7 +349,7 @@ export class DirectServer {
   }
 
   /** Runs `call.handler` on a request that arrived on `socket`; `shared`: its bytes lie in the requester's segment. */
-  private handle(socket: Socket, { id, handler, data, shared = false }: { id: number; handler: RouteHandler; data: Frame; shared?: boolean }): void {
+  private handle(socket: Socket, { id, handler, data, shared = false, sink }: { id: number; handler: RouteHandler; data: Frame; shared?: boolean; sink?: FrameSink }): void {
     this.calls++;
     const conn = this.conns.get(socket);
     // Under way until answered; a request in the requester's memory also until it is given back.
@@ -368,7 +374,7 @@ export class DirectServer {
       } finally {
         if (placed?.data instanceof Frame) placed.data.release();
       }
-    });
+    }, sink);
   }
 
   /** Tells the requester its segment `ref` is no longer read here. */
