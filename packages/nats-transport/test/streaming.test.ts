@@ -1,6 +1,8 @@
 import test from 'ava';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { once } from 'node:events';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { defaultCodec, SerializationError, STREAM_MIN_BYTES, tf, type DeferredBytes, type FrameDecoder } from '@tensorbus/core';
 import { acquireFrame, bufferPoolStats, releaseOutgoing, wasmHeapOf } from '@tensorbus/core/internal';
 import { natsTransport } from '../src/index.js';
@@ -8,6 +10,7 @@ import type { NatsTransport } from '../src/internal.js';
 import { sharedNatsServer } from '../src/testing/index.js';
 import { replyHeader, REPLY_OK } from '../src/direct/direct-protocol.js';
 import { FrameWriter } from '../src/direct/frame-writer.js';
+import { WRITE_FROM_HEAP } from '../src/direct/heap-writes.js';
 import { ConnectionLostError, PeerConnection } from '../src/direct/peer-connection.js';
 
 /** Deferred bytes of `length` whose byte i is (i * 31 + seed) & 0xff, counting its holds. */
@@ -160,6 +163,7 @@ test.serial('streaming - a pooled frame queued behind a streamed one and release
 });
 
 test.serial('streaming - a tensor frame written straight from the WASM heap arrives intact when the heap grows while the socket still writes it', async (t) => {
+  t.true(WRITE_FROM_HEAP, 'a 64-bit host without an address-space limit writes from the heap (run where it does)');
   const baseline = tf.memory().numTensors;
   const { near, received, close } = await socketPair();
   t.teardown(close);
@@ -187,6 +191,18 @@ test.serial('streaming - a tensor frame written straight from the WASM heap arri
   t.is(written, 1);
   filler.dispose();
   t.is(tf.memory().numTensors, baseline, 'its tensor goes once it is written');
+});
+
+test('streaming - a process whose address space is limited, or told TENSORBUS_WRITE_FROM_HEAP=0, copies deferred frames instead of writing from the WASM heap', (t) => {
+  const module = fileURLToPath(new URL('../src/direct/heap-writes.js', import.meta.url));
+  const probe = (limit: string, env: Record<string, string> = {}) =>
+    execFileSync('bash', ['-c', `ulimit -v ${limit} && exec "$0" --input-type=module -e "import(process.argv[1]).then((m) => console.log(m.WRITE_FROM_HEAP))" "$1"`, process.execPath, module], {
+      encoding: 'utf8',
+      env: { ...process.env, ...env },
+    }).trim();
+  t.is(probe('unlimited'), 'true');
+  t.is(probe('16000000'), 'false', 'V8 may move a memory it could not reserve whole');
+  t.is(probe('unlimited', { TENSORBUS_WRITE_FROM_HEAP: '0' }), 'false');
 });
 
 test.serial('streaming - a reply cut off while it arrives into tensor memory fails its request and leaves no tensors', async (t) => {

@@ -16,7 +16,7 @@ import { SerializationError } from '../errors.js';
 import { Owned } from '../owned.js';
 import { tf } from '../tf.js';
 import type { DeferredBytes } from '../transport/transport.js';
-import { heapViewsOutliveGrowth, inActiveWasmHeap, tensorBytes } from './tensor-data.js';
+import { inActiveWasmHeap, tensorBytes } from './tensor-data.js';
 
 type Tensor = TfNamespace.Tensor;
 
@@ -101,14 +101,12 @@ export class OutgoingFrame implements DeferredBytes {
   /**
    * {@link DeferredBytes.views}: the head, each block's bytes where they lie
    * (the WASM heap itself), and zeros for the padding between. Undefined
-   * where a heap view could move under a pending write (see
-   * `heapViewsOutliveGrowth`) or the frame has more than
-   * {@link MAX_VIEW_BLOCKS} tensors (copying many small ones costs less
-   * than a long write list).
+   * when the frame has more than {@link MAX_VIEW_BLOCKS} tensors (copying
+   * many small ones costs less than a long write list).
    */
   views(): Uint8Array[] | undefined {
     if (this.#freed) throw new SerializationError('the frame was released before it was sent');
-    if (this.blocks.length > MAX_VIEW_BLOCKS || !heapViewsOutliveGrowth()) return undefined;
+    if (this.blocks.length > MAX_VIEW_BLOCKS) return undefined;
     const out: Uint8Array[] = [this.head];
     let at = this.head.byteLength;
     for (const block of this.blocks) {

@@ -41,20 +41,6 @@ export function inActiveWasmHeap(tensor: Tensor): boolean {
   return tensor.dtype !== 'complex64' && tensor.dtype !== 'string' && wasmHeapOf(backend) !== undefined && backend === (tf.backend() as unknown);
 }
 
-/**
- * True when a view of the WASM heap may be handed to the kernel and written
- * from after later tfjs calls. Growing a WebAssembly memory detaches its old
- * `ArrayBuffer`; whether the pages under it stay where they were is V8's
- * choice. On 64-bit hosts V8 reserves the whole 32-bit address space of a
- * memory up front (with guard regions) and grows it in place, so the bytes a
- * pending socket write points at stay mapped and unmoved; elsewhere it may
- * copy the memory to a new place and free the old, and a heap view must be
- * copied before anything else runs.
- */
-export function heapViewsOutliveGrowth(): boolean {
-  return process.arch === 'x64' || process.arch === 'arm64';
-}
-
 /** True when the active backend keeps tensors in a WASM heap. */
 export function activeBackendIsWasm(): boolean {
   return wasmHeapOf(tf.backend()) !== undefined;

@@ -45,10 +45,12 @@ export interface DeferredBytes {
   /**
    * All of it as views of where its bytes lie, in order (header, tensor
    * memory, padding), for a writer that hands them to the kernel at once.
-   * The views themselves may be detached by the next tensor call, so hand
-   * them over before any other code runs; the memory they show stays mapped
-   * and in place while the bytes are held. Undefined where that is not so
-   * (see `OutgoingFrame.views`): read them piece by piece instead.
+   * The views themselves may be detached by the next tensor call (a heap
+   * that grows), so hand them over before any other code runs; the memory
+   * under them stays allocated to these bytes while they are held, and
+   * whether it also stays where it is when the heap grows is the runtime's
+   * choice (see the NATS transport's `direct/heap-writes.ts`). Undefined
+   * where views would not pay: read the bytes piece by piece instead.
    */
   views?(): Uint8Array[] | undefined;
 }

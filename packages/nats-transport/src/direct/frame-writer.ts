@@ -2,7 +2,8 @@
  * Writes reply frames to one data-port connection, in order. A body of bytes
  * is written as it is. A deferred body (a frame whose tensor bytes are read
  * as they are sent) is written straight from the tensors' memory when the
- * socket is idle and the body allows it (`DeferredBytes.views`); otherwise
+ * socket is idle and the body and this process allow it
+ * (`DeferredBytes.views`, `heap-writes.ts`); otherwise
  * it is copied piece by piece into a few chunk buffers, each refilled once
  * the socket has taken it, so a 400 MB reply needs 8 MiB of buffers instead
  * of 400 MB. Frames that come while one streams wait for it.
@@ -18,14 +19,13 @@ import type { Socket } from 'node:net';
 import { Frame, type DeferredBytes, type Payload } from '@tensorbus/core';
 import { holdPayload } from '@tensorbus/core/internal';
 import { COALESCE_BYTES } from './direct-protocol.js';
+import { WRITE_FROM_HEAP } from './heap-writes.js';
 
 /** The writer's hold on a body: readable until released (once written, or once the connection fails). */
 type Held = ReturnType<typeof holdPayload>;
 /** Size and number of the chunk buffers a deferred body streams through. */
 const CHUNK_BYTES = 4 * 2 ** 20;
 const CHUNKS = 2;
-/** `TENSORBUS_WRITE_FROM_HEAP=0` copies every deferred body through the chunk buffers. */
-const WRITE_FROM_HEAP = process.env.TENSORBUS_WRITE_FROM_HEAP !== '0';
 
 /** A frame waiting for the one that streams: its body is already owned. */
 interface Queued {

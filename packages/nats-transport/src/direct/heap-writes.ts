@@ -1,0 +1,31 @@
+/**
+ * Whether this process may hand the kernel views of the WASM heap and let a
+ * socket write from them after other code has run (`DeferredBytes.views`).
+ *
+ * Growing a WebAssembly memory detaches its `ArrayBuffer`; whether the pages
+ * under it stay where they were is V8's choice. On 64-bit hosts V8 reserves
+ * the whole 32-bit address space of a memory up front (with guard regions)
+ * and grows it in place, so a write still under way keeps reading the same,
+ * mapped pages. Where it cannot reserve that much (a 32-bit host, or a limit
+ * on the process's address space, `ulimit -v`) it may copy the memory to a
+ * new place on growth and free the old one, under a write that still points
+ * there: the frame writer then copies through its chunk buffers instead.
+ * `TENSORBUS_WRITE_FROM_HEAP=0` always copies.
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+
+/** True when the process's address space is not limited (Linux says in /proc; elsewhere none is assumed). */
+function addressSpaceUnlimited(): boolean {
+  if (process.platform !== 'linux') return true;
+  try {
+    const line = /^Max address space\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return line === null || line[1] === 'unlimited';
+  } catch {
+    return true;
+  }
+}
+
+/** True when the frame writer may write deferred frames straight from the WASM heap (see the module). */
+export const WRITE_FROM_HEAP: boolean =
+  process.env.TENSORBUS_WRITE_FROM_HEAP !== '0' && (process.arch === 'x64' || process.arch === 'arm64') && addressSpaceUnlimited();
