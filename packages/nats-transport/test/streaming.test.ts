@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { execFileSync } from 'node:child_process';
@@ -60,6 +60,20 @@ async function socketPair(): Promise<{ near: Socket; received: (bytes: number) =
       server.close();
     },
   };
+}
+
+/** Two NATS transports on a fresh namespace whose direct calls go over TCP (no shared memory), closed when `t` ends. */
+async function tcpPair(t: ExecutionContext): Promise<[NatsTransport, NatsTransport]> {
+  const server = await sharedNatsServer();
+  const namespace = `s${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
+  const options = { servers: server.url, namespace, direct: { sharedMemory: false } };
+  const a = (await natsTransport(options)) as NatsTransport;
+  const b = (await natsTransport(options)) as NatsTransport;
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  return [a, b];
 }
 
 test('streaming - a deferred body is written whole, in order with the frames after it, and let go once written', async (t) => {
@@ -234,15 +248,7 @@ test.serial('streaming - a reply cut off while it arrives into tensor memory fai
 });
 
 test.serial('streaming - over a TCP route a large request goes into the sink its subscription gives, as it arrives, leaving no tensors', async (t) => {
-  const server = await sharedNatsServer();
-  const namespace = `s${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
-  const options = { servers: server.url, namespace, direct: { sharedMemory: false } };
-  const a = (await natsTransport(options)) as NatsTransport;
-  const b = (await natsTransport(options)) as NatsTransport;
-  t.teardown(async () => {
-    await a.close();
-    await b.close();
-  });
+  const [a, b] = await tcpPair(t);
   const sinks: FrameDecoder[] = [];
   const seen: { sunk: boolean; bytes: number; sum: number }[] = [];
   b.subscribe('sum', (message) => {
@@ -274,15 +280,7 @@ test.serial('streaming - over a TCP route a large request goes into the sink its
 });
 
 test.serial('streaming - over a TCP route a request and its reply travel deferred and arrive intact while the WASM heap grows, leaving no tensors', async (t) => {
-  const server = await sharedNatsServer();
-  const namespace = `s${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
-  const options = { servers: server.url, namespace, direct: { sharedMemory: false } };
-  const a = (await natsTransport(options)) as NatsTransport;
-  const b = (await natsTransport(options)) as NatsTransport;
-  t.teardown(async () => {
-    await a.close();
-    await b.close();
-  });
+  const [a, b] = await tcpPair(t);
   // The responder echoes what it decodes, as a deferred frame.
   b.subscribe('echo', (message) => {
     const value = defaultCodec.decode(message.data) as tf.Tensor[];
