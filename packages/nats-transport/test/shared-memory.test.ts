@@ -7,7 +7,7 @@ import { natsTransport, sharedMemoryStatus, type NatsTransportOptions } from '..
 import type { NatsTransport } from '../src/internal.js';
 import { MAX_OWN_SEGMENTS, SharedSegments } from '../src/shm/shared-segments.js';
 import { sharedNatsServer } from '../src/testing/index.js';
-import { answerPlusOne, callPlusOne, patternFrame } from './fixtures/shm-bytes.js';
+import { answerPlusOne, callPlusOne, patternFrame, sharedCallFrame } from './fixtures/shm-bytes.js';
 
 const RESPONDER = fileURLToPath(new URL('./fixtures/shm-responder.js', import.meta.url));
 const FOUR_MB = 4 << 20;
@@ -148,22 +148,8 @@ test('shared memory - own segments are bounded by frame size, bytes and descript
 test('shared memory - a reference to memory that is not a segment is refused, and the responder goes on', async (t) => {
   const { requester } = await inProcessPair(t);
   const [[subject, route]] = [...(requester as unknown as { direct: { routes: Map<string, { host: string; port: number; token: Buffer }> } }).direct.routes];
-  const subjectBytes = Buffer.from(subject!, 'utf8');
   // OP_CALL_SHM naming pid 1's descriptor 999, then another naming this process's stdin.
-  const forged = (pid: number, fd: number, id: number) => {
-    const frame = Buffer.alloc(1 + 4 + 16 + 2 + subjectBytes.length + 32);
-    frame[0] = 0x05;
-    frame.writeUInt32BE(id, 1);
-    route!.token.copy(frame, 5);
-    frame.writeUInt16BE(subjectBytes.length, 21);
-    subjectBytes.copy(frame, 23);
-    const ref = 23 + subjectBytes.length;
-    frame.writeUInt32BE(pid, ref);
-    frame.writeUInt32BE(fd, ref + 4);
-    frame.writeUInt32BE(1 << 20, ref + 20);
-    frame.writeUInt32BE(1 << 20, ref + 28);
-    return frame;
-  };
+  const forged = (pid: number, fd: number, id: number) => sharedCallFrame(0x05, id, route!.token, subject!, { pid, fd, id: '00'.repeat(8), size: 1 << 20, length: 1 << 20 });
   const statuses = await new Promise<number[]>((resolve, reject) => {
     const socket = tcpConnect({ host: route!.host, port: route!.port });
     const got: number[] = [];

@@ -6,6 +6,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { Frame, type FrameSink, type Payload } from '@tensorbus/core';
 import { holdPayload, type HeldPayload } from '@tensorbus/core/internal';
+import { drainNow, FillingStalledError, placeFilling, receiveFilling, REQUEST_MAX_MS, REQUEST_STALL_MS } from '../shm/filling.js';
 import { segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
@@ -17,6 +18,8 @@ import {
   hostId,
   newToken,
   parseOffer,
+  REPLY_FILL_STALLED,
+  REPLY_FILLING,
   REPLY_NO_ROUTE,
   REPLY_NO_SHM,
   REPLY_OK,
@@ -302,7 +305,7 @@ export class DirectServer {
       return;
     }
     if (request.op === 'call') return this.handle(socket, { id: request.id, handler: route.handler, data: request.data });
-    if (request.op === 'shm') return this.handleShared(socket, request.id, route.handler, request.ref);
+    if (request.op === 'shm') return this.handleShared(socket, request.id, route, request.ref, request.filling);
     // Not delivered until the payload is here: a failed pull lets the requester take the bus.
     const conn = this.conns.get(socket);
     if (conn) conn.busy++;
@@ -326,19 +329,36 @@ export class DirectServer {
    * decoded; the reply may go the same way. Only a segment of the process at
    * the other end of this connection is mapped; any other reference is
    * refused before anything runs, and the requester sends the bytes instead.
+   * A request still `filling` is copied out as it comes, into the route's
+   * sink when it gives one (tensor memory), and refused (the requester sends
+   * it another way) when it stops filling.
    */
-  private handleShared(socket: Socket, id: number, handler: RouteHandler, ref: SegmentRef): void {
-    let data: Frame;
+  private handleShared(socket: Socket, id: number, route: { handler: RouteHandler; sinkFor: RequestSinkFactory | undefined }, ref: SegmentRef, filling: boolean): void {
+    const conn = this.conns.get(socket);
+    // Under way until the segment is given back.
+    if (conn) conn.busy++;
+    let mapped = false;
+    const giveBack = () => this.giveBack(socket, ref);
+    let data: Frame | undefined;
+    let sink: FrameSink | undefined;
     try {
       if (!this.segments) throw new Error('no shared memory here');
       const peer = this.peerOf(socket, ref.pid);
       if (!peer) throw new Error(`process ${ref.pid} is not the peer of this connection`);
-      data = this.segments.receive(ref, () => this.giveBack(socket, ref), peer);
-    } catch {
-      this.reply(socket, id, REPLY_NO_SHM, new Uint8Array(0));
+      if (!filling) data = this.segments.receive(ref, giveBack, peer);
+      else {
+        const view = receiveFilling(this.segments, ref, giveBack, peer);
+        mapped = true;
+        sink = route.sinkFor?.(ref.length);
+        data = drainNow(view, sink, REQUEST_STALL_MS, REQUEST_MAX_MS);
+      }
+    } catch (error) {
+      // Mapped, it was given back (which ends its count); else nothing was.
+      if (!mapped && conn && conn.busy > 0) conn.busy--;
+      this.reply(socket, id, error instanceof FillingStalledError ? REPLY_FILL_STALLED : REPLY_NO_SHM, EMPTY);
       return;
     }
-    this.handle(socket, { id, handler, data, shared: true });
+    this.handle(socket, { id, handler: route.handler, data: data ?? Frame.of(EMPTY), sink, shared: true, filling });
   }
 
   /** The process behind `socket`, proven once per connection from the first pid it names (see socket-peer.ts). */
@@ -348,17 +368,23 @@ export class DirectServer {
     return peer?.pid === pid ? peer : undefined;
   }
 
-  /** Runs `call.handler` on a request that arrived on `socket`; `shared`: its bytes lie in the requester's segment. */
-  private handle(socket: Socket, { id, handler, data, shared = false, sink }: { id: number; handler: RouteHandler; data: Frame; shared?: boolean; sink?: FrameSink }): void {
+  /**
+   * Runs `call.handler` on a request that arrived on `socket`. `shared`: it
+   * came in the requester's shared memory, and the reply may go in this
+   * process's; `filling`: it came filling, and a large deferred reply may
+   * go the same way.
+   */
+  private handle(socket: Socket, { id, handler, data, shared = false, filling = false, sink }: { id: number; handler: RouteHandler; data: Frame; shared?: boolean; filling?: boolean; sink?: FrameSink }): void {
     this.calls++;
     const conn = this.conns.get(socket);
-    // Under way until answered; a request in the requester's memory also until it is given back.
-    if (conn) conn.busy += shared ? 2 : 1;
+    // Under way until answered.
+    if (conn) conn.busy++;
     let answered = false;
     handler(data, (answer) => {
       if (answered || socket.destroyed) return false;
       answered = true;
       if (conn) conn.busy--;
+      if (filling && this.answerFilling(socket, id, answer)) return true;
       const placed = shared && this.segments ? this.segments.place(answer) : undefined;
       if (placed?.ref) {
         // Lent to the requester (this share) until it gives the segment back (or the connection closes).
@@ -375,6 +401,24 @@ export class DirectServer {
         if (placed?.data instanceof Frame) placed.data.release();
       }
     }, sink);
+  }
+
+  /**
+   * Sends `answer` as a reply filling a segment of this process, when it is
+   * a large deferred frame and a segment takes it: lent to the requester
+   * until given back, announced, then copied in. False when it cannot go so.
+   */
+  private answerFilling(socket: Socket, id: number, answer: Payload): boolean {
+    if (!this.segments || answer instanceof Uint8Array || answer instanceof Frame) return false;
+    const filling = placeFilling(this.segments, answer);
+    if (!filling) return false;
+    const lent = this.sockets.get(socket);
+    if (lent) lent.set(filling.ref.id, filling.frame);
+    else filling.frame.release();
+    this.reply(socket, id, REPLY_FILLING, segmentRefBytes(filling.ref));
+    // Read while the answer is surely held (respond's caller holds it); a failure is in the word, for the requester.
+    filling.fill();
+    return true;
   }
 
   /** Tells the requester its segment `ref` is no longer read here. */

@@ -10,7 +10,7 @@ import { Frame, TransportError, type FrameSink } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
 import type { SocketEnds } from '../shm/socket-peer.js';
-import { COALESCE_BYTES, OP_REPLY, readSize, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE, REPLY_SHM } from './direct-protocol.js';
+import { COALESCE_BYTES, OP_REPLY, readSize, REPLY_FILLING, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE, REPLY_SHM } from './direct-protocol.js';
 import { busyPoll } from './busy-poll.js';
 
 /** How long a connection may take to open, ms. */
@@ -332,7 +332,7 @@ export class PeerConnection {
   private refusal(status: number, size: number, limit: ReplyLimit | undefined): string | undefined {
     if (status !== REPLY_OK) {
       // Refusals carry nothing; a shared-memory reply carries one reference.
-      if (status === REPLY_SHM ? size === SEGMENT_REF_BYTES : size === 0) return undefined;
+      if (status === REPLY_SHM || status === REPLY_FILLING ? size === SEGMENT_REF_BYTES : size === 0) return undefined;
       return limit?.exact !== undefined ? 'fail' : `status ${status} with ${size} bytes`;
     }
     if (limit?.exact !== undefined) return size === limit.exact ? undefined : 'fail';
