@@ -2,11 +2,11 @@ import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
 import { connect as tcpConnect } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { defaultCodec, TransportError, tf, type DeferredBytes, type FrameDecoder, type InboundMessage } from '@tensorbus/core';
+import { defaultCodec, Frame, TransportError, tf, type DeferredBytes, type FrameDecoder, type InboundMessage } from '@tensorbus/core';
 import { acquireFrame, releaseOutgoing } from '@tensorbus/core/internal';
 import { natsTransport } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
-import { progressOffset, REQUEST_STALL_MS } from '../src/shm/filling.js';
+import { drainNow, drainSoon, progressOffset, REPLY_STALL_MS, REQUEST_STALL_MS } from '../src/shm/filling.js';
 import type { SharedSegments } from '../src/shm/shared-segments.js';
 import { sharedNatsServer } from '../src/testing/index.js';
 import { sharedCallFrame } from './fixtures/shm-bytes.js';
@@ -206,4 +206,20 @@ test('filling - a request whose segment stops filling, or whose sender failed, i
   t.is(reply.byteLength, 8, 'the responder goes on');
   reply.release();
   t.is(ran.count, 2);
+});
+
+test('filling - a sink factory that throws gives the mapped segment back, on the responder\'s and the requester\'s side alike', async (t) => {
+  const length = 4096;
+  const given: string[] = [];
+  // A filling frame as a receiver maps it: its release gives the segment back.
+  const view = (side: string) => {
+    const frame = Frame.own(new Uint8Array(progressOffset(length) + 4), () => given.push(side));
+    return { frame, progress: new Int32Array(frame.bytes.buffer, progressOffset(length), 1) };
+  };
+  const refuse = () => {
+    throw new RangeError('no sink for that');
+  };
+  t.throws(() => drainNow(view('responder'), refuse, REQUEST_STALL_MS), { instanceOf: RangeError });
+  await t.throwsAsync(drainSoon(view('requester'), refuse, REPLY_STALL_MS), { instanceOf: RangeError });
+  t.deepEqual(given, ['responder', 'requester']);
 });

@@ -289,10 +289,10 @@ export class DirectCaller {
         const view = receiveFilling(this.segments!, replyRef, giveBack, responder);
         mapped = true;
         // Into the sink when it takes it (tensor memory), else whole; either way given back once read.
-        const reply = await drainSoon(view, replySink?.(replyRef.length), REPLY_STALL_MS);
+        const { frame } = await drainSoon(view, replySink && (() => replySink(replyRef.length)), REPLY_STALL_MS);
         this.sharedReplies++;
         this.fillingReplies++;
-        return reply ?? Frame.of(new Uint8Array(0));
+        return frame ?? Frame.of(new Uint8Array(0));
       } catch (error) {
         // Mapped, it was given back when the drain let go of it.
         if (!mapped) giveBack();

@@ -349,8 +349,8 @@ export class DirectServer {
       else {
         const view = receiveFilling(this.segments, ref, giveBack, peer);
         mapped = true;
-        sink = route.sinkFor?.(ref.length);
-        data = drainNow(view, sink, REQUEST_STALL_MS, REQUEST_MAX_MS);
+        const sinkFor = route.sinkFor;
+        ({ frame: data, sink } = drainNow(view, sinkFor && (() => sinkFor(ref.length)), REQUEST_STALL_MS, REQUEST_MAX_MS));
       }
     } catch (error) {
       // Mapped, it was given back (which ends its count); else nothing was.

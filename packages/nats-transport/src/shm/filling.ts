@@ -139,6 +139,22 @@ function nap(): void {
 /** How long it then checks the word on every turn of the event loop before checking every millisecond, ms. */
 const EAGER_MS = 50;
 
+/** Where a drained frame went: into `sink`, or whole into `frame` (the caller's share). */
+export interface Drained {
+  frame?: Frame;
+  sink?: FrameSink;
+}
+
+/** Asks `sinkFor` for the frame's sink; a factory that throws gives the segment back before the error goes on. */
+function sinkOf(view: FillingView, sinkFor: (() => FrameSink | undefined) | undefined): FrameSink | undefined {
+  try {
+    return sinkFor?.();
+  } catch (error) {
+    view.frame.release();
+    throw error;
+  }
+}
+
 /** Copies a filling frame out as it comes: into a sink, or nowhere (the frame is then used whole). */
 class Drain {
   private at = 0;
@@ -188,11 +204,11 @@ class Drain {
     return ready === length;
   }
 
-  /** The frame once whole: given back when it went into the sink (undefined), else the caller's share. */
-  done(): Frame | undefined {
-    if (!this.sink) return this.view.frame;
+  /** Where the whole frame went: into the sink (the segment given back), else the frame is the caller's share. */
+  done(): Drained {
+    if (!this.sink) return { frame: this.view.frame };
     this.view.frame.release();
-    return undefined;
+    return { sink: this.sink };
   }
 
   /** Lets go of the frame and fails the sink. */
@@ -205,15 +221,15 @@ class Drain {
 
 /**
  * Takes the filling frame `view` now, spinning while the sender copies:
- * into `sink` when given (returns undefined; the segment is given back),
- * else waits and returns the whole frame (the caller's share). Throws
+ * into the sink `sinkFor` gives, if it gives one (the segment is then given
+ * back), else waits and returns the whole frame (the caller's share). Throws
  * FillingStalledError (the sink failed, the segment given back) when the
  * word fails, stops for `stallMs`, or is not whole after `maxMs`: a
  * receiver that must not be held up long by its peer (the responder) passes
- * short ones.
+ * short ones. Whatever throws, the segment is given back.
  */
-export function drainNow(view: FillingView, sink: FrameSink | undefined, stallMs: number, maxMs?: number): Frame | undefined {
-  const drain = new Drain(view, sink, stallMs, maxMs);
+export function drainNow(view: FillingView, sinkFor: (() => FrameSink | undefined) | undefined, stallMs: number, maxMs?: number): Drained {
+  const drain = new Drain(view, sinkOf(view, sinkFor), stallMs, maxMs);
   try {
     while (!drain.step());
   } catch (error) {
@@ -228,8 +244,8 @@ export function drainNow(view: FillingView, sink: FrameSink | undefined, stallMs
  * when the word stops for `stallMs` (a requester whose responder is slow to
  * copy its reply, say while it collects garbage, waits for it).
  */
-export async function drainSoon(view: FillingView, sink: FrameSink | undefined, stallMs: number): Promise<Frame | undefined> {
-  const drain = new Drain(view, sink, stallMs);
+export async function drainSoon(view: FillingView, sinkFor: (() => FrameSink | undefined) | undefined, stallMs: number): Promise<Drained> {
+  const drain = new Drain(view, sinkOf(view, sinkFor), stallMs);
   const start = performance.now();
   try {
     while (!drain.step()) {
