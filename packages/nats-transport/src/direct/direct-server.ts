@@ -387,11 +387,7 @@ export class DirectServer {
       if (filling && this.answerFilling(socket, id, answer)) return true;
       const placed = shared && this.segments ? this.segments.place(answer) : undefined;
       if (placed?.ref) {
-        // Lent to the requester (this share) until it gives the segment back (or the connection closes).
-        const lent = this.sockets.get(socket);
-        if (lent) lent.set(placed.ref.id, placed.data as Frame);
-        else (placed.data as Frame).release();
-        this.reply(socket, id, REPLY_SHM, segmentRefBytes(placed.ref));
+        this.lendReply(socket, id, REPLY_SHM, placed.ref, placed.data as Frame);
         return true;
       }
       // The writer takes its own share now, while the answer is held; ours (from place) goes after.
@@ -412,13 +408,22 @@ export class DirectServer {
     if (!this.segments || answer instanceof Uint8Array || answer instanceof Frame) return false;
     const filling = placeFilling(this.segments, answer);
     if (!filling) return false;
-    const lent = this.sockets.get(socket);
-    if (lent) lent.set(filling.ref.id, filling.frame);
-    else filling.frame.release();
-    this.reply(socket, id, REPLY_FILLING, segmentRefBytes(filling.ref));
+    this.lendReply(socket, id, REPLY_FILLING, filling.ref, filling.frame);
     // Read while the answer is surely held (respond's caller holds it); a failure is in the word, for the requester.
     filling.fill();
     return true;
+  }
+
+  /**
+   * Answers request `id` with a reference to `frame`, in this process's
+   * segment `ref`: lent to the requester (taking the caller's share) until it
+   * gives the segment back or the connection closes.
+   */
+  private lendReply(socket: Socket, id: number, status: number, ref: SegmentRef, frame: Frame): void {
+    const lent = this.sockets.get(socket);
+    if (lent) lent.set(ref.id, frame);
+    else frame.release();
+    this.reply(socket, id, status, segmentRefBytes(ref));
   }
 
   /** Tells the requester its segment `ref` is no longer read here. */

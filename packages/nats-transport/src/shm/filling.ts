@@ -173,10 +173,11 @@ class Drain {
   /**
    * Takes what has arrived; true once all of it has. Throws
    * FillingStalledError when the sender failed or stopped for `stallMs`.
-   * Naps first when nothing new came for a moment.
+   * While `spinning`, naps first when nothing new came for a moment (a
+   * caller that lets the event loop run between steps has waited already).
    */
-  step(): boolean {
-    if (this.steps++ > 0 && Atomics.load(this.view.progress, 0) === this.seen && performance.now() - this.since > SPIN_BEFORE_NAP_MS) nap();
+  step(spinning = true): boolean {
+    if (spinning && this.steps++ > 0 && Atomics.load(this.view.progress, 0) === this.seen && performance.now() - this.since > SPIN_BEFORE_NAP_MS) nap();
     const length = this.view.frame.byteLength;
     const word = Atomics.load(this.view.progress, 0);
     if (word < 0) throw new FillingStalledError('the sender failed to write the frame');
@@ -248,7 +249,7 @@ export async function drainSoon(view: FillingView, sinkFor: (() => FrameSink | u
   const drain = new Drain(view, sinkOf(view, sinkFor), stallMs);
   const start = performance.now();
   try {
-    while (!drain.step()) {
+    while (!drain.step(performance.now() - start < SPIN_MS)) {
       const waited = performance.now() - start;
       if (waited < SPIN_MS) continue;
       await new Promise<void>((resume) => (waited < EAGER_MS ? setImmediate(resume) : setTimeout(resume, 1)));
