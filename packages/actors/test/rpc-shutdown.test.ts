@@ -46,7 +46,7 @@ for (const kind of transportKinds()) {
     const started = Date.now();
     await a.shutdown({ graceful: false });
     await pending;
-    tt.true(Date.now() - started < 500);
+    tt.true(Date.now() - started < 2_500, `failed after ${Date.now() - started} ms`);
     await b.shutdown({ graceful: false });
   });
 
