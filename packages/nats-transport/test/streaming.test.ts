@@ -207,16 +207,16 @@ test.serial('streaming - a tensor frame written straight from the WASM heap arri
   t.is(tf.memory().numTensors, baseline, 'its tensor goes once it is written');
 });
 
-test('streaming - a process whose address space is limited, or told TENSORBUS_WRITE_FROM_HEAP=0, copies deferred frames instead of writing from the WASM heap', (t) => {
+test('streaming - a process whose address space is limited, or told TENSORBUS_WRITE_FROM_HEAP=0, copies deferred frames instead of writing from the WASM heap, and replies instead of reading into it', (t) => {
   const module = fileURLToPath(new URL('../src/direct/heap-writes.js', import.meta.url));
   const probe = (limit: string, env: Record<string, string> = {}) =>
-    execFileSync('bash', ['-c', `ulimit -v ${limit} && exec "$0" --input-type=module -e "import(process.argv[1]).then((m) => console.log(m.WRITE_FROM_HEAP))" "$1"`, process.execPath, module], {
+    execFileSync('bash', ['-c', `ulimit -v ${limit} && exec "$0" --input-type=module -e "import(process.argv[1]).then((m) => console.log(m.WRITE_FROM_HEAP, m.READ_INTO_HEAP))" "$1"`, process.execPath, module], {
       encoding: 'utf8',
       env: { ...process.env, ...env },
     }).trim();
-  t.is(probe('unlimited'), 'true');
-  t.is(probe('16000000'), 'false', 'V8 may move a memory it could not reserve whole');
-  t.is(probe('unlimited', { TENSORBUS_WRITE_FROM_HEAP: '0' }), 'false');
+  t.is(probe('unlimited'), 'true true');
+  t.is(probe('16000000'), 'false false', 'V8 may move a memory it could not reserve whole');
+  t.is(probe('unlimited', { TENSORBUS_WRITE_FROM_HEAP: '0' }), 'false false');
 });
 
 test.serial('streaming - a reply cut off while it arrives into tensor memory fails its request and leaves no tensors', async (t) => {
@@ -244,6 +244,48 @@ test.serial('streaming - a reply cut off while it arrives into tensor memory fai
   t.true(error!.delivered);
   t.is(sunk, 1, 'the reply went to the sink');
   t.is(tf.memory().numTensors, baseline);
+  server.close();
+});
+
+test('streaming - where the WASM heap may move, a reply read into its sink is copied there as it arrives, whatever moved between reads', async (t) => {
+  // A sink whose memory moves on the turn after each advance (as a heap that cannot grow in place), wiping the old place.
+  const size = 2 * 1024 * 1024;
+  let memory = new Uint8Array(size);
+  let filled = 0;
+  let moves = 0;
+  const sink = {
+    target: () => memory.subarray(filled),
+    advance(n: number) {
+      filled += n;
+      setImmediate(() => {
+        const moved = memory.slice();
+        memory.fill(0);
+        memory = moved;
+        moves++;
+      });
+    },
+    fail: () => undefined,
+  };
+  const body = Buffer.from(Uint8Array.from({ length: size }, (_, i) => (i * 131 + 7) & 0xff));
+  const server = createServer((socket) => {
+    socket.once('data', async () => {
+      socket.write(replyHeader(1, REPLY_OK, size));
+      // In pieces, a turn apart: the reader's memory moves between its reads.
+      for (let at = 0; at < size; at += 64 * 1024) {
+        socket.write(body.subarray(at, at + 64 * 1024));
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const connection = new PeerConnection({ endpoint: `127.0.0.1:${port}`, host: '127.0.0.1', port, onBroken: () => undefined, readIntoSink: false });
+  const reply = await connection.request(() => Buffer.from([0x02]), undefined, () => sink);
+  t.is(reply.data.byteLength, 0, 'the sink took the reply');
+  t.true(moves > 8, `the memory moved ${moves} times while the reply arrived`);
+  t.true(Buffer.from(memory).equals(body), 'every byte is where it belongs, in the memory as it is now');
+  connection.close();
   server.close();
 });
 

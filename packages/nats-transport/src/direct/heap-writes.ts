@@ -11,6 +11,12 @@
  * new place on growth and free the old one, under a write that still points
  * there: the frame writer then copies through its chunk buffers instead.
  * `TENSORBUS_WRITE_FROM_HEAP=0` always copies.
+ *
+ * Reads have the same condition: Node asks for the memory of a socket's next
+ * read right after the previous read's callback, and reads into it later,
+ * after other code ran. A reply sink's memory (tensors in the WASM heap) may
+ * be handed to the socket that way only where the heap stays put; elsewhere
+ * the bytes are read into a buffer of the connection's own and copied.
  * @module
  */
 import { readFileSync } from 'node:fs';
@@ -29,3 +35,10 @@ function addressSpaceUnlimited(): boolean {
 /** True when the frame writer may write deferred frames straight from the WASM heap (see the module). */
 export const WRITE_FROM_HEAP: boolean =
   process.env.TENSORBUS_WRITE_FROM_HEAP !== '0' && (process.arch === 'x64' || process.arch === 'arm64') && addressSpaceUnlimited();
+
+/**
+ * True when a socket may read into views of the WASM heap handed to it
+ * before other code ran (a reply sink's memory): the same condition as
+ * {@link WRITE_FROM_HEAP} (see the module).
+ */
+export const READ_INTO_HEAP: boolean = WRITE_FROM_HEAP;

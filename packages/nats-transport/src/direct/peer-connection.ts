@@ -12,6 +12,7 @@ import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/share
 import type { SocketEnds } from '../shm/socket-peer.js';
 import { COALESCE_BYTES, OP_REPLY, readSize, REPLY_FILLING, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE, REPLY_SHM } from './direct-protocol.js';
 import { busyPoll } from './busy-poll.js';
+import { READ_INTO_HEAP } from './heap-writes.js';
 
 /** How long a connection may take to open, ms. */
 const CONNECT_TIMEOUT_MS = 2_000;
@@ -71,6 +72,8 @@ const DISCARD_BYTES = 64 * 1024;
  * its own memory.
  */
 const STAGING_BYTES = 16 * 1024;
+/** The staging buffer of a connection that copies every reply into its sink (`readIntoSink` false). */
+const COPYING_STAGING_BYTES = 256 * 1024;
 
 /** How a {@link PeerConnection} behaves (the pool's options, per connection). */
 export interface ConnectionLimits {
@@ -94,6 +97,13 @@ export interface PeerConnectionOptions extends ConnectionLimits {
   port: number;
   /** Told once when the connection breaks or closes; `idle` when it was closed for being idle. */
   onBroken: (idle: boolean) => void;
+  /**
+   * Let the socket read straight into a reply sink's memory (default: where
+   * the WASM heap stays put, `READ_INTO_HEAP`); when false, sink bytes are
+   * read into the connection's own buffer and copied, since the memory of a
+   * read is asked for before other code runs and used after.
+   */
+  readIntoSink?: boolean;
 }
 
 /** A pooled connection; requests are answered in any order. */
@@ -127,6 +137,7 @@ export class PeerConnection {
   private readonly stallTimeoutMs: number | undefined;
   private readonly onBroken: (idle: boolean) => void;
   private readonly maxReplyBytes: number;
+  private readonly readIntoSink: boolean;
 
   constructor(options: PeerConnectionOptions) {
     const { host, port, idleCloseMs = 0 } = options;
@@ -134,6 +145,7 @@ export class PeerConnection {
     this.stallTimeoutMs = options.stallTimeoutMs;
     this.onBroken = options.onBroken;
     this.maxReplyBytes = options.maxReplyBytes ?? 2 ** 31 - 1;
+    this.readIntoSink = options.readIntoSink ?? READ_INTO_HEAP;
     this.socket = connect({ host, port, noDelay: true, onread: { buffer: () => this.nextBuffer(), callback: (n: number) => this.onRead(n) } });
     this.socket.unref();
     const timer = setTimeout(() => this.fail(`did not open within ${CONNECT_TIMEOUT_MS} ms`), CONNECT_TIMEOUT_MS);
@@ -218,13 +230,19 @@ export class PeerConnection {
     return this.socket;
   }
 
+  /**
+   * The memory of the socket's next read. Node asks for it right after the
+   * previous read's callback and reads into it later, once the socket is
+   * readable: other code runs in between.
+   */
   private nextBuffer(): Uint8Array {
-    this.staged = this.headerGot === 0 && this.discard === 0;
-    if (this.staged) return (this.staging ??= Buffer.allocUnsafe(STAGING_BYTES));
+    const intoSink = this.sink !== undefined && this.got < this.sinkBytes && this.headerGot >= REPLY_HEADER_BYTES && this.discard === 0;
+    // A sink's memory may move when other code runs (a WASM heap that grows where it cannot stay put): staged then.
+    this.staged = (this.headerGot === 0 && this.discard === 0) || (intoSink && !this.readIntoSink);
+    if (this.staged) return (this.staging ??= Buffer.allocUnsafe(this.readIntoSink ? STAGING_BYTES : COPYING_STAGING_BYTES));
     if (this.headerGot < REPLY_HEADER_BYTES) return this.header.subarray(this.headerGot);
     if (this.discard > 0) return (this.discardBuffer ??= new Uint8Array(DISCARD_BYTES)).subarray(0, Math.min(DISCARD_BYTES, this.discard));
-    // Asked for right before the socket reads into it (no other code runs between), as a sink's memory must be.
-    if (this.sink && this.got < this.sinkBytes) return this.sink.target();
+    if (intoSink) return this.sink!.target();
     if (this.target && this.got < this.target.byteLength) return this.target.bytes.subarray(this.got);
     return this.spare;
   }
