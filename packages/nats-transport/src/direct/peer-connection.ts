@@ -236,15 +236,20 @@ export class PeerConnection {
    * readable: other code runs in between.
    */
   private nextBuffer(): Uint8Array {
-    const intoSink = this.sink !== undefined && this.got < this.sinkBytes && this.headerGot >= REPLY_HEADER_BYTES && this.discard === 0;
-    // A sink's memory may move when other code runs (a WASM heap that grows where it cannot stay put): staged then.
-    this.staged = (this.headerGot === 0 && this.discard === 0) || (intoSink && !this.readIntoSink);
-    if (this.staged) return (this.staging ??= Buffer.allocUnsafe(this.readIntoSink ? STAGING_BYTES : COPYING_STAGING_BYTES));
+    this.staged = false;
+    if (this.headerGot === 0 && this.discard === 0) return this.stagingBuffer();
     if (this.headerGot < REPLY_HEADER_BYTES) return this.header.subarray(this.headerGot);
     if (this.discard > 0) return (this.discardBuffer ??= new Uint8Array(DISCARD_BYTES)).subarray(0, Math.min(DISCARD_BYTES, this.discard));
-    if (intoSink) return this.sink!.target();
+    // A sink's memory may move when other code runs (a WASM heap that grows where it cannot stay put): staged then.
+    if (this.sink && this.got < this.sinkBytes) return this.readIntoSink ? this.sink.target() : this.stagingBuffer();
     if (this.target && this.got < this.target.byteLength) return this.target.bytes.subarray(this.got);
     return this.spare;
+  }
+
+  /** The staging buffer, as the memory of the next read: what lands there is copied where it belongs. */
+  private stagingBuffer(): Uint8Array {
+    this.staged = true;
+    return (this.staging ??= Buffer.allocUnsafe(this.readIntoSink ? STAGING_BYTES : COPYING_STAGING_BYTES));
   }
 
   private onRead(n: number): boolean {
