@@ -105,7 +105,8 @@ test.serial('launcher - a second Ctrl-C kills workers that do not stop; nothing 
     const started = Date.now();
     process.kill(-launched.launcher.pid!, 'SIGINT');
     t.is(await launched.exit, 130);
-    t.true(Date.now() - started < 5_000, `killed in ${Date.now() - started} ms`);
+    // Without the kill the launcher would wait out the 30 s grace; half of it leaves room for a loaded machine.
+    t.true(Date.now() - started < 15_000, `killed in ${Date.now() - started} ms`);
     t.deepEqual(await allGone(pids), [], 'no worker and no nats-server left running');
   } finally {
     if (launched.launcher.exitCode === null) process.kill(-launched.launcher.pid!, 'SIGKILL');
