@@ -207,25 +207,24 @@ test('filling - a request whose segment stops filling, or whose sender failed, i
   t.is(ran.count, 2);
 });
 
+/** A filling frame of `length` bytes as a receiver maps it (nothing in it yet): its release gives the segment back, telling `givenBack`. */
+function mappedFilling(length: number, givenBack: () => void = () => undefined): { frame: Frame; progress: Int32Array } {
+  const frame = Frame.own(new Uint8Array(progressOffset(length) + 4), givenBack);
+  return { frame, progress: new Int32Array(frame.bytes.buffer, progressOffset(length), 1) };
+}
+
 test('filling - a word that says its sender failed is refused at once, not after the stall limit', (t) => {
-  const length = 4096;
-  const frame = Frame.own(new Uint8Array(progressOffset(length) + 4), () => undefined);
-  const progress = new Int32Array(frame.bytes.buffer, progressOffset(length), 1);
-  Atomics.store(progress, 0, -1);
+  const view = mappedFilling(4096);
+  Atomics.store(view.progress, 0, -1);
   // A drain that waited on the word would spin for the whole minute (and outlast the test's timeout).
   const started = performance.now();
-  t.throws(() => drainNow({ frame, progress }, undefined, 60_000, 120_000), { instanceOf: FillingStalledError });
+  t.throws(() => drainNow(view, undefined, 60_000, 120_000), { instanceOf: FillingStalledError });
   t.true(performance.now() - started < 30_000, `refused after ${(performance.now() - started).toFixed(0)} ms`);
 });
 
 test('filling - a sink factory that throws gives the mapped segment back, on the responder\'s and the requester\'s side alike', async (t) => {
-  const length = 4096;
   const given: string[] = [];
-  // A filling frame as a receiver maps it: its release gives the segment back.
-  const view = (side: string) => {
-    const frame = Frame.own(new Uint8Array(progressOffset(length) + 4), () => given.push(side));
-    return { frame, progress: new Int32Array(frame.bytes.buffer, progressOffset(length), 1) };
-  };
+  const view = (side: string) => mappedFilling(4096, () => given.push(side));
   const refuse = () => {
     throw new RangeError('no sink for that');
   };
