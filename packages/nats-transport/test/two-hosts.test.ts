@@ -122,6 +122,29 @@ hostsTest('two hosts - calls and large tensors between network namespaces go ove
   t.true((await stats(b)).stats.calls >= sb.calls + 2, 'the direct route outlived the NATS node');
 });
 
+hostsTest('two hosts - large payloads between hosts go striped over lanes, both ways, into the tensors they belong to, intact and leaving no tensors', async (t) => {
+  const hosts = twoHosts();
+  t.teardown(() => hosts.remove());
+  const [hostA, hostB] = hosts.addresses;
+  await hosts.natsServer(0, `listen: ${hostA}:4222`);
+  const bus = { servers: [`nats://${hostA}:4222`] };
+  const a = await worker(hosts, 0, { name: 'a', ...bus, direct: { host: hostA } });
+  const b = await worker(hosts, 1, { name: 'b', ...bus, direct: { host: hostB } });
+  // The first large reply from a port opens the lanes to it: b's requests are fetched by a (GET
+  // replies striped from b's port), a's replies come to b striped from a's port.
+  await calls(b, 'svc.a', FOUR_MB, 6);
+  const tensors = await b.ask<{ ok?: boolean; tensors?: [number, number] }>({ op: 'tensors', subject: 'tensors.a', size: FOUR_MB, count: 6 }, 120_000);
+  t.true(tensors.ok, `every tensor came back as sent: ${JSON.stringify(tensors)}`);
+  t.is(tensors.tensors![1], tensors.tensors![0], 'no tensor left behind in the requester');
+  const [sa, sb] = [(await stats(a)).stats, (await stats(b)).stats];
+  t.log(`of 12 large calls, striped: replies ${sa.stripedSent} sent, ${sb.stripedReceived} received; requests ${sb.stripedSent} sent, ${sa.stripedReceived} received`);
+  t.true(sa.stripedSent >= 4 && sb.stripedReceived >= 4, `replies striped a -> b: sent ${sa.stripedSent}, received ${sb.stripedReceived}`);
+  t.true(sb.stripedSent >= 4 && sa.stripedReceived >= 4, `requests striped b -> a (fetched): sent ${sb.stripedSent}, received ${sa.stripedReceived}`);
+  // Small ones are never striped.
+  await calls(b, 'svc.a', 100, 3);
+  t.is((await stats(a)).stats.stripedSent, sa.stripedSent);
+});
+
 hostsTest('two hosts - with TLS on NATS, calls and large tensors between hosts never cross a data port in clear; same-host calls stay direct', async (t) => {
   const hosts = twoHosts();
   t.teardown(() => hosts.remove());

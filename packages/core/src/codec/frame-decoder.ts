@@ -41,7 +41,10 @@ const SCRATCH_BYTES = 64 * 1024;
 
 /** The streaming decode of one frame of a known size; a {@link FrameSink} for the transport. */
 export class FrameDecoder implements FrameSink {
+  /** Bytes that came in order, through {@link target}. */
   private received = 0;
+  /** Bytes that came by either way (in order, or at an offset through {@link targetAt}). */
+  private arrived = 0;
   /** Header and envelope (and padding), until they are decoded. */
   private head: Uint8Array = new Uint8Array(HEADER_BYTES);
   private mode: 'head' | 'blocks' | 'whole' | 'skip' = 'head';
@@ -63,7 +66,7 @@ export class FrameDecoder implements FrameSink {
 
   /** True once every byte has arrived. */
   get complete(): boolean {
-    return this.received === this.byteLength;
+    return this.arrived === this.byteLength;
   }
 
   target(): Uint8Array {
@@ -79,12 +82,34 @@ export class FrameDecoder implements FrameSink {
 
   advance(n: number): void {
     this.received += n;
+    this.arrived += n;
     if (this.mode === 'head') {
       if (this.received === HEADER_BYTES && this.head.byteLength === HEADER_BYTES) this.growHead();
       if (this.mode === 'head' && this.received === this.head.byteLength) this.decodeHead();
     } else if (this.mode === 'blocks' || this.mode === 'skip') {
       while (this.blockIndex < this.blocks.length && this.received >= this.blocks[this.blockIndex]!.start + this.blocks[this.blockIndex]!.length) this.blockIndex++;
     }
+    if (this.complete) this.finish();
+  }
+
+  /**
+   * Memory for the bytes from `offset` on, once the head is decoded (every
+   * tensor reserved); undefined before. Padding and bytes of a malformed
+   * frame go into scratch memory.
+   */
+  targetAt(offset: number): Uint8Array | undefined {
+    if (this.mode === 'head' || offset < this.received || offset >= this.byteLength) return undefined;
+    if (this.mode === 'whole') return this.whole!.bytes.subarray(offset);
+    // Few blocks, in order: the first that ends after `offset` holds it, or starts after it.
+    const block = this.blocks.find((candidate) => candidate.start + candidate.length > offset);
+    if (block && offset >= block.start) return block.bytes().subarray(offset - block.start);
+    const stop = block ? block.start : this.byteLength;
+    this.scratch ??= new Uint8Array(SCRATCH_BYTES);
+    return this.scratch.subarray(0, Math.min(SCRATCH_BYTES, stop - offset));
+  }
+
+  advanceAt(_offset: number, n: number): void {
+    this.arrived += n;
     if (this.complete) this.finish();
   }
 
@@ -172,7 +197,7 @@ export class FrameDecoder implements FrameSink {
    * cannot be done: then write the bytes.
    */
   adopt(bytes: DeferredBytes): boolean {
-    if (!(bytes instanceof OutgoingFrame) || this.received !== 0 || this.mode !== 'head' || bytes.byteLength !== this.byteLength) return false;
+    if (!(bytes instanceof OutgoingFrame) || this.arrived !== 0 || this.mode !== 'head' || bytes.byteLength !== this.byteLength) return false;
     const header = this.head;
     this.head = bytes.head;
     try {
@@ -187,7 +212,7 @@ export class FrameDecoder implements FrameSink {
       return false;
     }
     this.mode = 'blocks';
-    this.received = this.byteLength;
+    this.received = this.arrived = this.byteLength;
     this.finish();
     return true;
   }

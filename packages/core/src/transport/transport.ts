@@ -134,6 +134,17 @@ export interface FrameSink {
    * it; false when it cannot, and the bytes must be written as usual.
    */
   adopt?(bytes: DeferredBytes): boolean;
+  /**
+   * Random access, for a transport that receives one frame over several
+   * connections at once: memory for the bytes from `offset` on (up to a
+   * boundary of the sink's, never past the frame's end), or undefined while
+   * the sink cannot place them yet. The frame's first bytes (its head) come
+   * through {@link target} in order; once they are in, every later offset
+   * can be placed. Valid only until other code runs, as {@link target}.
+   */
+  targetAt?(offset: number): Uint8Array | undefined;
+  /** `n` bytes were written at `offset`, into memory {@link targetAt} gave. Each byte of the frame comes once, by either way. */
+  advanceAt?(offset: number, n: number): void;
 }
 
 export { RequestFailure, type RequestFailureReason } from './request-failure.js';

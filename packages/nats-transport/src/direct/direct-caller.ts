@@ -105,6 +105,11 @@ export class DirectCaller {
   fillingReplies = 0;
   /** Replies read into a reply sink. */
   streamedReceived = 0;
+
+  /** Replies that came striped over lanes. */
+  get stripedReceived(): number {
+    return this.pool.stripedReplies;
+  }
   // Calls may take any time: no stall timeout; a dead responder closes the connection,
   // and its segments are no longer kept mapped here.
   private readonly pool: ConnectionPool;
@@ -125,14 +130,16 @@ export class DirectCaller {
    * @param segments shared memory, when this process has it
    * @param maxReplyBytes a reply declared larger fails its call, unallocated
    * @param idleCloseMs connections with nothing under way for this long are closed (0: never)
+   * @param lanes connections kept to another host's port once large replies come from it (see reply-lanes.ts)
    */
   constructor(
     private readonly offer: (data: Payload, onServed: () => void) => Offered | undefined = () => undefined,
     private readonly segments?: SharedSegments,
     maxReplyBytes = 2 ** 31 - 1,
     idleCloseMs = 0,
+    lanes = 1,
   ) {
-    this.pool = new ConnectionPool({ maxReplyBytes, idleCloseMs }, (_endpoint, connection) => {
+    this.pool = new ConnectionPool({ maxReplyBytes, idleCloseMs, lanes }, (_endpoint, connection) => {
       const responder = this.responders.get(connection);
       if (responder) this.segments?.forgetProcess(responder.pid);
     });

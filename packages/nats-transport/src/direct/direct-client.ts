@@ -20,9 +20,15 @@ export class DirectClient {
   /**
    * @param stallTimeoutMs a fetch that makes no progress for this long fails
    * @param idleCloseMs connections with nothing under way for this long are closed
+   * @param lanes connections kept to another host's port once large payloads come from it (see reply-lanes.ts)
    */
-  constructor(stallTimeoutMs: number, idleCloseMs = 0) {
-    this.pool = new ConnectionPool({ stallTimeoutMs, idleCloseMs }, (endpoint) => this.failedUntil.set(endpoint, Date.now() + FAILED_ENDPOINT_PAUSE_MS));
+  constructor(stallTimeoutMs: number, idleCloseMs = 0, lanes = 1) {
+    this.pool = new ConnectionPool({ stallTimeoutMs, idleCloseMs, lanes }, (endpoint) => this.failedUntil.set(endpoint, Date.now() + FAILED_ENDPOINT_PAUSE_MS));
+  }
+
+  /** Payloads that came striped over lanes (for tests and the benchmark). */
+  get striped(): number {
+    return this.pool.stripedReplies;
   }
 
   /** True when `offer` can be tried from here (a loopback endpoint only on the same host). */

@@ -11,7 +11,7 @@ import { loadShm } from '../shm/shm-native.js';
 import { busyPoll } from './busy-poll.js';
 import { DirectCaller, RouteUnavailableError } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
-import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, isLoopback, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
+import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_LANES, isLoopback, MAX_LANES, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
 import { DirectServer, type Offered, type RequestSinkFactory, type Route, type RouteHandler } from './direct-server.js';
 
 /** Counts of what went beside the bus (for tests and the benchmark). */
@@ -35,6 +35,9 @@ export interface DirectStats {
   streamedSent: number;
   /** Replies this transport read straight into a reply sink (tensor memory). */
   streamedReceived: number;
+  /** Replies and fetched payloads this transport wrote, and got, striped over a requester's lanes (between hosts; see docs/data-plane.md). */
+  stripedSent: number;
+  stripedReceived: number;
 }
 
 let segmentsOfProcess: SharedSegments | undefined;
@@ -90,13 +93,14 @@ export class DirectPlane {
     connectionIdleMs: number,
     /** Only loopback endpoints, in both directions (the bus is encrypted and this plane is not). */
     private readonly confined: boolean,
+    lanes: number,
   ) {
     // Closed before a port would close them as idle, so a request never races that close.
     const idleCloseMs = Math.floor(connectionIdleMs * CLIENT_IDLE_MARGIN);
-    this.client = new DirectClient(stallTimeoutMs, idleCloseMs);
+    this.client = new DirectClient(stallTimeoutMs, idleCloseMs, lanes);
     // Large direct requests are offered for the responder to pull into its own buffer.
     const offer = (data: Payload, onServed: () => void) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined);
-    this.caller = new DirectCaller(offer, segments, maxTransferBytes, idleCloseMs);
+    this.caller = new DirectCaller(offer, segments, maxTransferBytes, idleCloseMs, lanes);
     server.useFetcher((offer, size, sink) => this.client.fetch(offer, size, sink));
     if (segments) server.useSharedMemory(segments);
   }
@@ -115,7 +119,8 @@ export class DirectPlane {
       }
     }
     const server = await DirectServer.start({ ...listen, maxRequestBytes: options.maxRequestBytes ?? maxTransferBytes });
-    return new DirectPlane(server, stallTimeoutMs, segments, maxTransferBytes, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, confined);
+    const lanes = Math.min(MAX_LANES, Math.max(1, Math.floor(options.lanes ?? DEFAULT_LANES)));
+    return new DirectPlane(server, stallTimeoutMs, segments, maxTransferBytes, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, confined, lanes);
   }
 
   /** True when `endpoint` may be used from here (under TLS, loopback only: nothing crosses the network in clear). */
@@ -191,8 +196,9 @@ export class DirectPlane {
 
   get stats(): DirectStats {
     const { calls, sharedRequests, sharedReplies, fillingRequests, fillingReplies, streamedReceived } = this.caller;
-    const { served, streamedSent } = this.server;
-    return { fetched: this.client.fetched, served, calls, answered: this.server.calls, sharedRequests, sharedReplies, fillingRequests, fillingReplies, streamedSent, streamedReceived };
+    const { served, streamedSent, stripedSent } = this.server;
+    const stripedReceived = this.caller.stripedReceived + this.client.striped;
+    return { fetched: this.client.fetched, served, calls, answered: this.server.calls, sharedRequests, sharedReplies, fillingRequests, fillingReplies, streamedSent, streamedReceived, stripedSent, stripedReceived };
   }
 
   /** Closes the port and every connection. */

@@ -43,6 +43,15 @@
  * it); the sender reuses it only then. A broken connection gives back
  * everything lent over it.
  *
+ * Between hosts, one TCP stream carries a few MB at a time no faster than its
+ * window grows, so a requester that got a large reply opens *lanes*: more
+ * connections to the same data port, joined to its first one by a group
+ * token. Later large replies on any connection of the group go out in parts,
+ * one per connection, each saying where it belongs (see docs/data-plane.md):
+ *
+ *   requester -> [0x08][group token 16][lane index u8]                                       this connection joins the group (first one included)
+ *   responder -> [0x09][id u32][total: u32 hi, u32 lo][offset: u32 hi, u32 lo][length u32][length bytes]   part of the reply to request id
+ *
  * 0x04 is for large requests: the responder fetches the payload as an offer
  * (a GET on the requester's port), so both ends read large payloads straight
  * into their final buffers (Node gives accepted sockets no such reads).
@@ -85,6 +94,28 @@ export const OP_CALL_SHM = 0x05;
 export const OP_RELEASE = 0x06;
 /** Request op: as OP_CALL_SHM, the segment still filling (see shm/filling.ts). */
 export const OP_CALL_FILLING = 0x07;
+/** One-way op: this connection joins a lane group (see stripes). */
+export const OP_LANE = 0x08;
+/** Response op: a part of a striped reply. */
+export const OP_PART = 0x09;
+/** Bytes of an OP_LANE frame: op, group token, lane index. */
+export const LANE_BYTES = 1 + 16 + 1;
+/** Bytes of an OP_PART header: op, id (u32), total (two u32), offset (two u32), length (u32). */
+export const PART_HEADER_BYTES = 1 + 4 + 8 + 8 + 4;
+/** Connections of a lane group, the first one included (the most a data port takes in one group). */
+export const MAX_LANES = 8;
+/** Connections a requester keeps to another host's data port by default (see DirectOptions.lanes). */
+export const DEFAULT_LANES = 8;
+/** Replies at least this large go out striped over a requester's lanes, where it has opened them... */
+export const STRIPE_MIN_BYTES = 2 ** 20;
+/**
+ * ...and at most this large: larger ones are bound by the copies' throughput
+ * rather than by TCP windows, and go whole on one connection (as measured
+ * against the bench's 400 MB case; not tried striped).
+ */
+export const STRIPE_MAX_BYTES = 64 * 2 ** 20;
+/** Parts start at multiples of this many bytes (a page): about equal, so every lane carries its share. */
+export const PART_ALIGN = 4096;
 /** Bytes of an OP_REPLY header: op, id (u32), status, size (two u32). */
 export const REPLY_HEADER_BYTES = 1 + 4 + 1 + 8;
 /** Reply status: the handler answered; its bytes follow. */
@@ -146,6 +177,26 @@ export function replyHeader(id: number, status: number, size: number): Buffer {
   return header;
 }
 
+/** The frame by which a connection joins lane group `group` as lane `index`. */
+export function laneFrame(group: Buffer, index: number): Buffer {
+  const frame = Buffer.allocUnsafe(LANE_BYTES);
+  frame[0] = OP_LANE;
+  group.copy(frame, 1);
+  frame[LANE_BYTES - 1] = index;
+  return frame;
+}
+
+/** The header of a part of `length` bytes at `offset` of the `total`-byte reply to request `id`. */
+export function partHeader(id: number, total: number, offset: number, length: number): Buffer {
+  const header = Buffer.allocUnsafe(PART_HEADER_BYTES);
+  header[0] = OP_PART;
+  header.writeUInt32BE(id, 1);
+  writeSize(header, 5, total);
+  writeSize(header, 13, offset);
+  header.writeUInt32BE(length, 21);
+  return header;
+}
+
 /** Options of the direct data plane. */
 export interface DirectOptions {
   /** Address the data port listens on (default 127.0.0.1: same-host peers only). */
@@ -168,6 +219,13 @@ export interface DirectOptions {
    * request, or is refused.
    */
   maxConnections?: number;
+  /**
+   * Connections a requester keeps to another host's data port once large
+   * replies come from it (its first one included; default 8, at most 8; 1
+   * turns lanes off). Replies of 1–64 MiB then go out striped over them. See
+   * docs/data-plane.md.
+   */
+  lanes?: number;
   /** A data-port connection with nothing under way for this long is closed, ms (default 60 s). */
   idleTimeoutMs?: number;
   /** A data-port connection that has not sent a whole first request by then is closed, ms (default 5 s). */

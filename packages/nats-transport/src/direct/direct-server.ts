@@ -25,11 +25,13 @@ import {
   REPLY_OK,
   REPLY_RELEASE,
   REPLY_SHM,
+  MAX_LANES,
   replyHeader,
   type DirectOffer,
   type DirectOptions,
 } from './direct-protocol.js';
 import { FrameWriter } from './frame-writer.js';
+import { LaneGroups, writeStriped } from './lane-groups.js';
 import { RequestParser, type DirectRequest } from './request-parser.js';
 import { busyPoll } from './busy-poll.js';
 
@@ -86,6 +88,10 @@ export class DirectServer {
   calls = 0;
   /** Deferred frames written so far (for tests and the benchmark). */
   streamedSent = 0;
+  /** Replies written in parts over a requester's lanes so far (for tests and the benchmark). */
+  stripedSent = 0;
+  /** The lane groups requesters made of their connections to this port. */
+  readonly lanes = new LaneGroups();
   private readonly offers = new Map<string, { data: HeldPayload; onServed: (() => void) | undefined }>();
   private readonly routes = new Map<string, { subject: string; handler: RouteHandler; sinkFor: RequestSinkFactory | undefined }>();
   /** Each connection's replies lent in shared memory (a share each), by segment id, until given back. */
@@ -224,6 +230,7 @@ export class DirectServer {
     });
     socket.on('close', () => {
       parser.close();
+      this.lanes.leave(socket);
       this.conns.delete(socket);
       this.sockets.delete(socket);
       // The requester is gone: nothing it was lent can still be read through this connection.
@@ -278,6 +285,11 @@ export class DirectServer {
         lent!.delete(request.ref.id);
         answer.release();
       }
+      return;
+    }
+    if (request.op === 'lane') {
+      // A connection that joins two groups, or a full one, is not following the protocol.
+      if (request.index >= MAX_LANES || !this.lanes.join(socket, request.group)) socket.destroy();
       return;
     }
     if (request.op === 'refused') {
@@ -441,6 +453,16 @@ export class DirectServer {
     };
     // The peer that called may well call again at once.
     busyPoll.sent();
+    const lanes = status === REPLY_OK && !(body instanceof Uint8Array) ? this.lanes.lanesFor(socket, body.byteLength) : undefined;
+    if (lanes && !(body instanceof Uint8Array)) {
+      this.stripedSent++;
+      // Lanes only receive: what is written on them keeps them from being swept as idle.
+      for (const lane of lanes) {
+        const state = this.conns.get(lane);
+        if (state) state.active = true;
+      }
+      return writeStriped(lanes.map((lane) => this.writers.get(lane)!), id, body, written);
+    }
     return this.writers.get(socket)?.write(replyHeader(id, status, body.byteLength), body, written) ?? false;
   }
 }

@@ -2,7 +2,9 @@
  * One TCP connection to another process's data port: requests go out with an
  * id, and each reply frame is read straight into a buffer of its own size
  * (Node's `onread` with a buffer per read), or into the memory a request's
- * reply sink gives (tensor memory), settling the request of its id.
+ * reply sink gives (tensor memory), settling the request of its id. Large
+ * replies from another host come striped over lanes, once opened (see
+ * reply-lanes.ts).
  * @module
  */
 import { connect, type Socket } from 'node:net';
@@ -10,7 +12,25 @@ import { Frame, TransportError, type FrameSink } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
 import type { SocketEnds } from '../shm/socket-peer.js';
-import { COALESCE_BYTES, OP_REPLY, readSize, REPLY_FILLING, REPLY_HEADER_BYTES, REPLY_OK, REPLY_RELEASE, REPLY_SHM } from './direct-protocol.js';
+import {
+  COALESCE_BYTES,
+  isLoopback,
+  laneFrame,
+  newToken,
+  OP_PART,
+  OP_REPLY,
+  PART_HEADER_BYTES,
+  readSize,
+  REPLY_FILLING,
+  REPLY_HEADER_BYTES,
+  REPLY_OK,
+  REPLY_RELEASE,
+  REPLY_SHM,
+  STRIPE_MAX_BYTES,
+  STRIPE_MIN_BYTES,
+} from './direct-protocol.js';
+import { ReplyLanes, type LaneOwner } from './reply-lanes.js';
+import type { IncomingPart } from './striped-reply.js';
 import { busyPoll } from './busy-poll.js';
 import { READ_INTO_HEAP } from './heap-writes.js';
 
@@ -87,6 +107,13 @@ export interface ConnectionLimits {
   maxReplyBytes?: number;
   /** Close the connection once nothing has been under way for this long, ms (0 or undefined: never). */
   idleCloseMs?: number;
+  /**
+   * Connections to keep to a data port on another host once a large reply
+   * came from it, this one included (see reply-lanes.ts; default 1: none
+   * beside it). Loopback endpoints get none (processes of one host share
+   * memory instead).
+   */
+  lanes?: number;
 }
 
 /** Options of {@link PeerConnection}. */
@@ -104,15 +131,19 @@ export interface PeerConnectionOptions extends ConnectionLimits {
    * read is asked for before other code runs and used after.
    */
   readIntoSink?: boolean;
+  /** This connection is a lane of `group`, with this index: it sends no requests and takes parts of the group's replies. */
+  laneOf?: { group: ReplyLanes; token: Buffer; index: number };
+  /** Told of each striped reply that came whole. */
+  onStriped?: () => void;
 }
 
 /** A pooled connection; requests are answered in any order. */
-export class PeerConnection {
+export class PeerConnection implements LaneOwner {
   broken = false;
   private readonly pending = new Map<number, Pending>();
   /** Frames lent to the peer in shared memory (a share each), by segment id, until it gives them back. */
   private readonly lent = new Map<string, Frame>();
-  private readonly header = Buffer.alloc(REPLY_HEADER_BYTES);
+  private readonly header = Buffer.alloc(PART_HEADER_BYTES);
   private readonly spare = Buffer.alloc(64);
   private staging: Buffer | undefined;
   /** The last buffer handed to the socket was `staging`. */
@@ -123,6 +154,14 @@ export class PeerConnection {
   private sink: FrameSink | undefined;
   private sinkBytes = 0;
   private got = 0;
+  /** The part of a striped reply being read: where its bytes go. */
+  private part: IncomingPart | undefined;
+  /** The lanes this connection opened (its replies may come in parts on them), or the group it is a lane of. */
+  private group: ReplyLanes | undefined;
+  private readonly lane: boolean;
+  /** Connections to keep to this endpoint once a large reply comes, this one included. */
+  private readonly laneCount: number;
+  private readonly options: PeerConnectionOptions;
   /** Bytes of a refused reply still to pass over (read into `discardBuffer`, kept nowhere). */
   private discard = 0;
   private discardBuffer: Uint8Array | undefined;
@@ -146,7 +185,12 @@ export class PeerConnection {
     this.onBroken = options.onBroken;
     this.maxReplyBytes = options.maxReplyBytes ?? 2 ** 31 - 1;
     this.readIntoSink = options.readIntoSink ?? READ_INTO_HEAP;
+    this.options = options;
+    this.lane = options.laneOf !== undefined;
+    this.group = options.laneOf?.group;
+    this.laneCount = this.lane || isLoopback(host) ? 1 : Math.max(1, options.lanes ?? 1);
     this.socket = connect({ host, port, noDelay: true, onread: { buffer: () => this.nextBuffer(), callback: (n: number) => this.onRead(n) } });
+    if (options.laneOf) this.socket.write(laneFrame(options.laneOf.token, options.laneOf.index));
     this.socket.unref();
     const timer = setTimeout(() => this.fail(`did not open within ${CONNECT_TIMEOUT_MS} ms`), CONNECT_TIMEOUT_MS);
     timer.unref();
@@ -238,12 +282,19 @@ export class PeerConnection {
   private nextBuffer(): Uint8Array {
     this.staged = false;
     if (this.headerGot === 0 && this.discard === 0) return this.stagingBuffer();
-    if (this.headerGot < REPLY_HEADER_BYTES) return this.header.subarray(this.headerGot);
+    if (this.headerGot < this.headerBytes()) return this.header.subarray(this.headerGot, this.headerBytes());
     if (this.discard > 0) return (this.discardBuffer ??= new Uint8Array(DISCARD_BYTES)).subarray(0, Math.min(DISCARD_BYTES, this.discard));
+    // A part goes where its reply puts it (a sink's memory only where reads may go into it).
+    if (this.part) return this.part.target();
     // A sink's memory may move when other code runs (a WASM heap that grows where it cannot stay put): staged then.
     if (this.sink && this.got < this.sinkBytes) return this.readIntoSink ? this.sink.target() : this.stagingBuffer();
     if (this.target && this.got < this.target.byteLength) return this.target.bytes.subarray(this.got);
     return this.spare;
+  }
+
+  /** Bytes of the frame header being read: a reply's, or (once its first byte says so) a part's. */
+  private headerBytes(): number {
+    return this.headerGot > 0 && this.header[0] === OP_PART ? PART_HEADER_BYTES : REPLY_HEADER_BYTES;
   }
 
   /** The staging buffer, as the memory of the next read: what lands there is copied where it belongs. */
@@ -273,14 +324,15 @@ export class PeerConnection {
     let at = 0;
     while (at < n && !this.broken) {
       let into: Uint8Array;
-      if (this.headerGot < REPLY_HEADER_BYTES) into = this.header.subarray(this.headerGot);
+      if (this.headerGot < this.headerBytes()) into = this.header.subarray(this.headerGot, this.headerBytes());
       else if (this.discard > 0) into = staging.subarray(at, at + Math.min(this.discard, n - at));
+      else if (this.part) into = this.part.target();
       else if (this.sink && this.got < this.sinkBytes) into = this.sink.target();
       else if (this.target && this.got < this.target.byteLength) into = this.target.bytes.subarray(this.got);
       else into = this.spare;
       const k = Math.min(into.byteLength, n - at);
       // Passed-over bytes stay where they are; the rest are copied to where they belong.
-      if (this.headerGot >= REPLY_HEADER_BYTES && this.discard > 0) at += k;
+      if (this.headerGot >= this.headerBytes() && this.discard > 0) at += k;
       else {
         into.set(staging.subarray(at, at + k));
         at += k;
@@ -292,11 +344,12 @@ export class PeerConnection {
 
   private consume(n: number): boolean {
     this.armStall();
-    if (this.headerGot < REPLY_HEADER_BYTES) {
+    if (this.headerGot < this.headerBytes()) {
       this.headerGot += n;
-      if (this.headerGot < REPLY_HEADER_BYTES) return true;
-      if (this.header[0] !== OP_REPLY) {
-        this.fail('sent something other than a reply');
+      if (this.headerGot < this.headerBytes()) return true;
+      if (this.header[0] === OP_PART) return this.beginPart(this.header.readUInt32BE(1), readSize(this.header, 5), readSize(this.header, 13), this.header.readUInt32BE(21));
+      if (this.header[0] !== OP_REPLY || this.lane) {
+        this.fail(this.lane ? 'sent a whole reply on a lane' : 'sent something other than a reply');
         return false;
       }
       return this.begin(this.header.readUInt32BE(1), this.header[5]!, readSize(this.header, 6));
@@ -304,6 +357,15 @@ export class PeerConnection {
       this.discard -= n;
       if (this.discard === 0) this.headerGot = 0;
       return true;
+    } else if (this.part) {
+      const part = this.part;
+      if (n === part.left) {
+        this.part = undefined;
+        this.headerGot = 0;
+      }
+      // The last bytes of a reply's last part settle its request.
+      part.advance(n);
+      return !this.broken;
     } else if (this.sink && this.got < this.sinkBytes) {
       this.got += n;
       this.sink.advance(n);
@@ -344,11 +406,83 @@ export class PeerConnection {
       if (size === 0) this.headerGot = 0;
       return true;
     }
+    // A large reply from another host: later ones can come faster over lanes.
+    if (status === REPLY_OK && size >= STRIPE_MIN_BYTES && size <= STRIPE_MAX_BYTES && this.laneCount > 1 && !this.group) this.openLanes();
     this.sink = status === REPLY_OK && size > 0 ? waiting?.replySink?.(size) : undefined;
     if (this.sink) this.sinkBytes = size;
     else this.target = acquireFrame(size);
     if (size === 0) this.settle();
     return true;
+  }
+
+  /** A part's header arrived: where its bytes go (the group checks it), or the connection fails. */
+  private beginPart(id: number, total: number, offset: number, length: number): boolean {
+    this.got = 0;
+    const placed = this.group ? this.group.place(id, total, offset, length) : { error: 'sent a part of a striped reply where no lanes were opened' };
+    if (this.broken) return false;
+    if ('error' in placed) {
+      this.fail(placed.error);
+      return false;
+    }
+    // A refused reply's part is passed over as it comes.
+    if ('discard' in placed) this.discard = length;
+    else this.part = placed.part;
+    return true;
+  }
+
+  /** Opens the lanes beside this connection: each joins the group this one starts. */
+  private openLanes(): void {
+    const token = newToken();
+    const group = (this.group = new ReplyLanes(this));
+    this.socket.write(laneFrame(token, 0));
+    for (let index = 1; index < this.laneCount; index++) {
+      const { host, port, endpoint } = this.options;
+      const lane: PeerConnection = new PeerConnection({
+        endpoint: `${endpoint} (lane ${index})`,
+        host,
+        port,
+        readIntoSink: this.readIntoSink,
+        laneOf: { group, token, index },
+        onBroken: () => group.laneLost(lane),
+      });
+      group.add(lane);
+    }
+  }
+
+  // LaneOwner: what the group's parts do to this connection's requests.
+
+  accepts(id: number, size: number): string | undefined {
+    const waiting = id === 0 ? undefined : this.pending.get(id);
+    if (!waiting) return 'fail';
+    return this.refusal(REPLY_OK, size, waiting.limit);
+  }
+
+  refuse(id: number, why: string): void {
+    const waiting = this.pending.get(id);
+    this.pending.delete(id);
+    this.armStall();
+    waiting?.reject(new ReplySizeError(`direct reply from ${this.endpoint} refused: ${why}`));
+  }
+
+  sinkFor(id: number, size: number): FrameSink | undefined {
+    return this.pending.get(id)?.replySink?.(size);
+  }
+
+  get readsIntoSink(): boolean {
+    return this.readIntoSink;
+  }
+
+  settleStriped(id: number, frame: Frame | undefined): void {
+    const waiting = this.pending.get(id);
+    this.pending.delete(id);
+    this.armStall();
+    if (!waiting) return frame?.release();
+    this.options.onStriped?.();
+    waiting.resolve({ status: REPLY_OK, data: frame ?? emptyFrame() });
+  }
+
+  touch(): void {
+    this.armStall();
   }
 
   /** Why a reply of `size` with `status` is refused ('fail': the connection must go), or undefined. */
@@ -398,11 +532,14 @@ export class PeerConnection {
     this.stallTimer.unref();
   }
 
-  private fail(why: string, idle = false): void {
+  fail(why: string, idle = false): void {
     if (this.broken) return;
     this.broken = true;
     clearTimeout(this.stallTimer);
     this.socket.destroy();
+    this.part = undefined;
+    // Its lanes go with it (a lane's group goes on without the lane, unless a reply was coming).
+    if (!this.lane) this.group?.close();
     this.target?.release();
     this.target = undefined;
     // The socket is destroyed: nothing writes into the sink's memory any more.
@@ -425,6 +562,8 @@ export class PeerConnection {
 
 /** One live connection per data port, opened on first use and replaced once broken. */
 export class ConnectionPool {
+  /** Replies that came striped over lanes (for tests and the benchmark). */
+  stripedReplies = 0;
   private readonly connections = new Map<string, PeerConnection>();
 
   /**
@@ -443,6 +582,7 @@ export class ConnectionPool {
     if (!connection || connection.broken) {
       const fresh: PeerConnection = new PeerConnection({
         ...this.limits,
+        onStriped: () => this.stripedReplies++,
         endpoint,
         host,
         port,

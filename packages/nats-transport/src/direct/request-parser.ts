@@ -2,13 +2,14 @@
  * Splits the byte stream a data-port connection receives into requests:
  * GETs of offered payloads, calls on direct routes whose payloads are
  * copied straight into their own (pooled) buffers, calls whose payloads lie
- * in shared memory (whole, or still filling), and segments given back.
+ * in shared memory (whole, or still filling), segments given back, and
+ * connections joining a lane group.
  * @module
  */
 import { TransportError, type Frame } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
-import { CALL_HEAD_BYTES, GET_BYTES, OP_CALL, OP_CALL_FILLING, OP_CALL_PULLED, OP_CALL_SHM, OP_GET, OP_RELEASE, readSize, TOKEN_BYTES } from './direct-protocol.js';
+import { CALL_HEAD_BYTES, GET_BYTES, LANE_BYTES, OP_CALL, OP_CALL_FILLING, OP_CALL_PULLED, OP_CALL_SHM, OP_GET, OP_LANE, OP_RELEASE, readSize, TOKEN_BYTES } from './direct-protocol.js';
 
 /** A request read off a connection. */
 export type DirectRequest =
@@ -19,7 +20,9 @@ export type DirectRequest =
   | { op: 'pulled'; id: number; token: string; subject: string; offer: string; size: number }
   /** `filling`: the requester is still copying it in (see shm/filling.ts). */
   | { op: 'shm'; id: number; token: string; subject: string; ref: SegmentRef; filling: boolean }
-  | { op: 'release'; ref: SegmentRef };
+  | { op: 'release'; ref: SegmentRef }
+  /** This connection joins the lane group `group` (hex) as lane `index`. */
+  | { op: 'lane'; group: string; index: number };
 
 /** Says whether a call on route `token` to `subject` may be taken (its body buffered). */
 export type CallAdmission = (token: string, subject: string) => boolean;
@@ -137,6 +140,10 @@ export class RequestParser {
           filling: op === OP_CALL_FILLING,
         });
         input = input.subarray(subjectEnd + SEGMENT_REF_BYTES);
+      } else if (op === OP_LANE) {
+        if (input.length < LANE_BYTES) break;
+        this.emit({ op: 'lane', group: input.subarray(1, 1 + TOKEN_BYTES).toString('hex'), index: input[LANE_BYTES - 1]! });
+        input = input.subarray(LANE_BYTES);
       } else if (op === OP_RELEASE) {
         if (input.length < 1 + SEGMENT_REF_BYTES) break;
         this.emit({ op: 'release', ref: readSegmentRef(input, 1) });
