@@ -39,7 +39,7 @@ import { isAnnouncement, readAnnouncement, receiveChunked, sendPull } from './ch
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
 import { checkBusyPollUs } from './direct/busy-poll.js';
 import { DirectPlane, type DirectStats } from './direct/direct-plane.js';
-import { H_ROUTE } from './direct/direct-protocol.js';
+import { H_ROUTE, lanesOption } from './direct/direct-protocol.js';
 import { connectError, permissionError, tlsError } from './errors.js';
 import { busEncrypted, connectionOptions, type NatsTransportOptions } from './options.js';
 import type { PendingRequest } from './request/pending-request.js';
@@ -430,6 +430,7 @@ export async function natsTransport(options: NatsTransportOptions = {}): Promise
   if (options.namespace) checkSubject(options.namespace, 'subject');
   if (options.inboxPrefix !== undefined) checkSubject(options.inboxPrefix, 'reply subject');
   if (options.direct && options.direct.busyPollUs !== undefined) checkBusyPollUs(options.direct.busyPollUs);
+  if (options.direct) lanesOption(options.direct.lanes);
   const connection = connectionOptions(options);
   const directOff = options.direct === false || process.env.TENSORBUS_DIRECT === '0';
   const nc = await connectReporting(connection, options.tls !== undefined);

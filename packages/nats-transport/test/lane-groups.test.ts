@@ -1,6 +1,8 @@
 import test from 'ava';
 import type { Socket } from 'node:net';
+import { InvalidArgumentError } from '@tensorbus/core';
 import { LaneGroups, partsOf } from '../src/direct/lane-groups.js';
+import { natsTransport } from '../src/index.js';
 import { MAX_LANES, PART_ALIGN, STRIPE_MAX_BYTES, STRIPE_MIN_BYTES } from '../src/direct/direct-protocol.js';
 
 /** A stand-in for an accepted connection: what the groups look at. */
@@ -51,5 +53,11 @@ test('lane groups - parts tile the reply, about equal, each starting on a page',
     t.is(end, total);
     const lengths = parts.map((part) => part.length);
     t.true(Math.max(...lengths) - Math.min(...lengths) <= lanes * 4096, `about equal: ${lengths.join(", ")}`);
+  }
+});
+
+test('lane groups - a count of lanes out of range is refused before anything connects', async (t) => {
+  for (const lanes of [0, 9, 2.5, Number.NaN, -1]) {
+    await t.throwsAsync(natsTransport({ servers: 'nats://127.0.0.1:1', direct: { lanes } }), { instanceOf: InvalidArgumentError, message: /lanes/ }, String(lanes));
   }
 });

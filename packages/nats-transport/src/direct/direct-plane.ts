@@ -11,7 +11,7 @@ import { loadShm } from '../shm/shm-native.js';
 import { busyPoll } from './busy-poll.js';
 import { DirectCaller, RouteUnavailableError } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
-import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_LANES, isLoopback, MAX_LANES, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
+import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, isLoopback, lanesOption, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
 import { DirectServer, type Offered, type RequestSinkFactory, type Route, type RouteHandler } from './direct-server.js';
 
 /** Counts of what went beside the bus (for tests and the benchmark). */
@@ -119,7 +119,7 @@ export class DirectPlane {
       }
     }
     const server = await DirectServer.start({ ...listen, maxRequestBytes: options.maxRequestBytes ?? maxTransferBytes });
-    const lanes = Math.min(MAX_LANES, Math.max(1, Math.floor(options.lanes ?? DEFAULT_LANES)));
+    const lanes = lanesOption(options.lanes);
     return new DirectPlane(server, stallTimeoutMs, segments, maxTransferBytes, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, confined, lanes);
   }
 

@@ -75,6 +75,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, readlinkSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
+import { InvalidArgumentError } from '@tensorbus/core';
 
 /** Header of an announcement that offers a direct fetch. */
 export const H_DIRECT = 'tb-direct';
@@ -106,6 +107,15 @@ export const PART_HEADER_BYTES = 1 + 4 + 8 + 8 + 4;
 export const MAX_LANES = 8;
 /** Connections a requester keeps to another host's data port by default (see DirectOptions.lanes). */
 export const DEFAULT_LANES = 8;
+
+/** `lanes` (DirectOptions.lanes) if it is a count of lanes, else the default; throws an InvalidArgumentError for anything else. */
+export function lanesOption(lanes: number | undefined): number {
+  if (lanes === undefined) return DEFAULT_LANES;
+  if (!Number.isInteger(lanes) || lanes < 1 || lanes > MAX_LANES) {
+    throw new InvalidArgumentError(`direct.lanes must be a whole number of connections from 1 to ${MAX_LANES}, got ${String(lanes)}`);
+  }
+  return lanes;
+}
 /** Replies at least this large go out striped over a requester's lanes, where it has opened them... */
 export const STRIPE_MIN_BYTES = 2 ** 20;
 /**
@@ -222,8 +232,9 @@ export interface DirectOptions {
   /**
    * Connections a requester keeps to another host's data port once large
    * replies come from it (its first one included; default 8, at most 8; 1
-   * turns lanes off). Replies of 1–64 MiB then go out striped over them. See
-   * docs/data-plane.md.
+   * turns lanes off; anything else is an InvalidArgumentError before
+   * anything connects). Replies of 1–64 MiB then go out striped over them.
+   * See docs/data-plane.md.
    */
   lanes?: number;
   /** A data-port connection with nothing under way for this long is closed, ms (default 60 s). */
