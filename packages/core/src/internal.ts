@@ -6,7 +6,7 @@
 export * from './index.js';
 export { errorFromWire, errorToWire, remoteErrorFrom } from './error-wire.js';
 export type { WireError } from './error-wire.js';
-export { abortError, subjectMatches, holdPayload } from './transport/transport.js';
+export { abortError, subjectMatches, holdPayload, writeInto } from './transport/transport.js';
 export type { HeldPayload } from './transport/transport.js';
 export { waitAtMost } from './wait-at-most.js';
 export { OutgoingFrame, releaseOutgoing } from './codec/outgoing-frame.js';

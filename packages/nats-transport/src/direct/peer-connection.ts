@@ -399,9 +399,7 @@ export class PeerConnection implements LaneOwner {
         return false;
       }
       // Only this request fails; the connection stays in step by passing over the bytes.
-      this.pending.delete(id);
-      this.armStall();
-      waiting.reject(new ReplySizeError(`direct reply from ${this.endpoint} refused: ${problem}`));
+      this.refuse(id, problem);
       this.discard = size;
       if (size === 0) this.headerGot = 0;
       return true;

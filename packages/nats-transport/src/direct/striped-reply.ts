@@ -14,7 +14,8 @@
  * @module
  */
 import type { Frame, FrameSink } from '@tensorbus/core';
-import { acquireFrame } from '@tensorbus/core/internal';
+import { acquireFrame, writeInto } from '@tensorbus/core/internal';
+import { payloadRange } from './payload-range.js';
 
 /** Where the bytes of one part go as they are read. */
 export interface IncomingPart {
@@ -38,15 +39,9 @@ interface StagedPart {
   frame: Frame;
 }
 
-/** Copies `bytes` into `sink` in order. */
-function writeInOrder(sink: FrameSink, bytes: Uint8Array): void {
-  for (let at = 0; at < bytes.byteLength; ) {
-    const into = sink.target();
-    const n = Math.min(into.byteLength, bytes.byteLength - at);
-    into.set(bytes.subarray(at, at + n));
-    sink.advance(n);
-    at += n;
-  }
+/** Copies all of `frame` into `sink` in order (a failure fails the sink). */
+function writeInOrder(sink: FrameSink, frame: Frame): void {
+  writeInto(sink, payloadRange(frame, 0, frame.byteLength));
 }
 
 /** Copies `bytes` into `sink` at `offset`; false when the sink cannot place them yet. */
@@ -110,10 +105,10 @@ export class StripedReply {
       return this.counted(
         length,
         (done) => sink.target().subarray(0, length - done),
-        (n, left) => {
+        (at, n) => {
           sink.advance(n);
           this.inOrder += n;
-          if (left === 0) this.inOrderBusy = false;
+          if (at + n === length) this.inOrderBusy = false;
         },
       );
     }
@@ -125,7 +120,7 @@ export class StripedReply {
           if (!into) throw new Error(`the reply sink could not place byte ${offset + done}`);
           return into.subarray(0, length - done);
         },
-        (n, left) => sink.advanceAt(offset + length - left - n, n),
+        (at, n) => sink.advanceAt(offset + at, n),
       );
     }
     return this.stagedPart(offset, length);
@@ -140,14 +135,14 @@ export class StripedReply {
     for (const { frame } of this.staged.splice(0)) frame.release();
   }
 
-  /** A part that places its bytes with `where` and `wrote`, counted as they come. */
-  private counted(length: number, where: (done: number) => Uint8Array, wrote: (n: number, left: number) => void): IncomingPart {
+  /** A part whose next bytes go where `where(done)` says, `wrote(at, n)` told of each `n` written at `at` within it. */
+  private counted(length: number, where: (done: number) => Uint8Array, wrote: (at: number, n: number) => void): IncomingPart {
     let done = 0;
     return {
       target: () => where(done),
       advance: (n) => {
+        wrote(done, n);
         done += n;
-        wrote(n, length - done);
         this.placed += n;
         if (done === length) this.placeStaged();
         this.endIfWhole();
@@ -186,7 +181,7 @@ export class StripedReply {
       for (let i = 0; i < this.staged.length; i++) {
         const { offset, frame } = this.staged[i]!;
         const inOrder = offset === this.inOrder && !this.inOrderBusy;
-        if (inOrder) writeInOrder(sink, frame.bytes);
+        if (inOrder) writeInOrder(sink, frame);
         else if (!writeAt(sink, offset, frame.bytes)) continue;
         if (inOrder) this.inOrder += frame.byteLength;
         this.placed += frame.byteLength;
@@ -207,10 +202,7 @@ export class StripedReply {
     this.gathered = undefined;
     if (!gathered || !this.sink) return this.done(gathered);
     try {
-      writeInOrder(this.sink, gathered.bytes);
-    } catch (error) {
-      this.sink.fail();
-      throw error;
+      writeInOrder(this.sink, gathered);
     } finally {
       gathered.release();
     }
