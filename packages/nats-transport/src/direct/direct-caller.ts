@@ -283,7 +283,7 @@ export class DirectCaller {
       const returned = connection.borrow();
       const giveBack = () => {
         returned();
-        connection.send(releaseFrame(replyRef));
+        connection.sendSoon(releaseFrame(replyRef));
       };
       let mapped = false;
       try {

@@ -7,7 +7,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { Frame, type FrameSink, type Payload } from '@tensorbus/core';
 import { holdPayload, type HeldPayload } from '@tensorbus/core/internal';
 import { drainNow, FillingStalledError, placeFilling, receiveFilling, REQUEST_MAX_MS, REQUEST_STALL_MS } from '../shm/filling.js';
-import { segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
+import { SEGMENT_REF_BYTES, segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
   DEFAULT_DIRECT_MIN_BYTES,
@@ -60,6 +60,8 @@ interface ConnState {
   since: number;
   /** Requests under way (handlers not yet answered, payloads being pulled, requests still mapped). */
   busy: number;
+  /** Give-backs not written yet: they go in front of the next reply, or at the end of this turn of the event loop. */
+  releasesDue?: Buffer[];
 }
 
 /** A subject served over direct routes, until removed. */
@@ -438,11 +440,38 @@ export class DirectServer {
     this.reply(socket, id, status, segmentRefBytes(ref));
   }
 
-  /** Tells the requester its segment `ref` is no longer read here. */
+  /**
+   * Tells the requester its segment `ref` is no longer read here: in front
+   * of the next reply on the connection (a request's segment is given back
+   * just before its reply is written: one write, one wakeup of the
+   * requester), or at the end of this turn of the event loop.
+   */
   private giveBack(socket: Socket, ref: SegmentRef): void {
     const conn = this.conns.get(socket);
-    if (conn && conn.busy > 0) conn.busy--;
-    if (!socket.destroyed) this.reply(socket, 0, REPLY_RELEASE, segmentRefBytes(ref));
+    if (!conn) return;
+    if (conn.busy > 0) conn.busy--;
+    const frame = Buffer.concat([replyHeader(0, REPLY_RELEASE, SEGMENT_REF_BYTES), segmentRefBytes(ref)]);
+    if (conn.releasesDue) {
+      conn.releasesDue.push(frame);
+      return;
+    }
+    conn.releasesDue = [frame];
+    setImmediate(() => this.writeReleases(socket));
+  }
+
+  /** Writes the give-backs still due on `socket`, alone. */
+  private writeReleases(socket: Socket): void {
+    const due = this.takeReleases(socket);
+    if (due) this.writers.get(socket)?.write(due, EMPTY);
+  }
+
+  /** The give-backs due on `socket`, as one buffer, now no longer due; undefined when none are. */
+  private takeReleases(socket: Socket): Buffer | undefined {
+    const conn = this.conns.get(socket);
+    const due = conn?.releasesDue;
+    if (!conn || !due) return undefined;
+    conn.releasesDue = undefined;
+    return socket.destroyed ? undefined : Buffer.concat(due);
   }
 
   /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */
@@ -453,8 +482,10 @@ export class DirectServer {
     };
     // The peer that called may well call again at once.
     busyPoll.sent();
+    const due = this.takeReleases(socket);
     const lanes = status === REPLY_OK && !(body instanceof Uint8Array) ? this.lanes.lanesFor(socket, body.byteLength) : undefined;
     if (lanes && !(body instanceof Uint8Array)) {
+      if (due) this.writers.get(socket)?.write(due, EMPTY);
       this.stripedSent++;
       // Lanes only receive: what is written on them keeps them from being swept as idle.
       for (const lane of lanes) {
@@ -463,6 +494,7 @@ export class DirectServer {
       }
       return writeStriped(lanes.map((lane) => this.writers.get(lane)!), id, body, written);
     }
-    return this.writers.get(socket)?.write(replyHeader(id, status, body.byteLength), body, written) ?? false;
+    const header = replyHeader(id, status, body.byteLength);
+    return this.writers.get(socket)?.write(due ? Buffer.concat([due, header]) : header, body, written) ?? false;
   }
 }

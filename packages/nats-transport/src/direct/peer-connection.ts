@@ -167,6 +167,8 @@ export class PeerConnection implements LaneOwner {
   private discardBuffer: Uint8Array | undefined;
   /** Replies received in the peer's shared memory and not yet given back. */
   private borrowed = 0;
+  /** Frames that get no reply, not written yet: they go in front of the next request, or at the end of this turn of the event loop. */
+  private due: Buffer[] = [];
   private nextId = 0;
   private connected = false;
   private stallTimer: NodeJS.Timeout | undefined;
@@ -224,22 +226,46 @@ export class PeerConnection implements LaneOwner {
       this.pending.set(id, { resolve, reject, replySink, limit });
       this.armStall();
       busyPoll.sent();
+      const due = this.takeDue();
       if (!payload || payload.byteLength < COALESCE_BYTES) {
-        this.socket.write(payload ? Buffer.concat([frame, payload.bytes]) : frame);
+        const parts: Uint8Array[] = [frame];
+        if (due) parts.unshift(due);
+        if (payload) parts.push(payload.bytes);
+        this.socket.write(parts.length === 1 ? frame : Buffer.concat(parts));
         return;
       }
       // The socket reads the payload's memory until written: it keeps a share till then.
       const share = payload.retain();
       this.socket.cork();
-      this.socket.write(frame);
+      this.socket.write(due ? Buffer.concat([due, frame]) : frame);
       this.socket.write(share.bytes, () => share.release());
       this.socket.uncork();
     });
   }
 
-  /** Sends a frame that gets no reply. */
-  send(frame: Buffer): void {
-    if (!this.broken) this.socket.write(frame);
+  /**
+   * Sends a frame that gets no reply, in front of the next request on this
+   * connection (a reply's segment is given back just before the next call:
+   * one write, one wakeup of the peer), or at the end of this turn of the
+   * event loop.
+   */
+  sendSoon(frame: Buffer): void {
+    if (this.broken) return;
+    if (this.due.push(frame) === 1) setImmediate(() => this.writeDue());
+  }
+
+  /** Writes the frames still due, alone. */
+  private writeDue(): void {
+    const due = this.takeDue();
+    if (due) this.socket.write(due);
+  }
+
+  /** The frames due, as one buffer, now no longer due; undefined when none are (or the connection broke). */
+  private takeDue(): Buffer | undefined {
+    if (this.due.length === 0) return undefined;
+    const due = this.due.length === 1 ? this.due[0]! : Buffer.concat(this.due);
+    this.due = [];
+    return this.broken ? undefined : due;
   }
 
   /** Records `frame` (in the segment `ref`) as lent to the peer, taking the caller's share: released once given back. */
