@@ -30,6 +30,7 @@ import {
   type DirectOffer,
   type DirectOptions,
 } from './direct-protocol.js';
+import { DueFrames } from './due-frames.js';
 import { FrameWriter } from './frame-writer.js';
 import { LaneGroups, writeStriped } from './lane-groups.js';
 import { RequestParser, type DirectRequest } from './request-parser.js';
@@ -61,7 +62,7 @@ interface ConnState {
   /** Requests under way (handlers not yet answered, payloads being pulled, requests still mapped). */
   busy: number;
   /** Give-backs not written yet: they go in front of the next reply, or at the end of this turn of the event loop. */
-  releasesDue?: Buffer[];
+  releases: DueFrames;
 }
 
 /** A subject served over direct routes, until removed. */
@@ -217,7 +218,9 @@ export class DirectServer {
       (token, subject) => this.routes.get(token)?.subject === subject,
       this.maxRequestBytes,
     );
-    const conn: ConnState = { parser, spoke: false, active: true, since: Date.now(), busy: 0 };
+    // A give-back no reply took goes alone (the writer lets go of it if the socket closed meanwhile).
+    const releases = new DueFrames((bytes) => this.writers.get(socket)?.write(bytes, EMPTY));
+    const conn: ConnState = { parser, spoke: false, active: true, since: Date.now(), busy: 0, releases };
     this.conns.set(socket, conn);
     this.sweepSoon();
     socket.on('data', (chunk: Buffer) => {
@@ -450,28 +453,7 @@ export class DirectServer {
     const conn = this.conns.get(socket);
     if (!conn) return;
     if (conn.busy > 0) conn.busy--;
-    const frame = Buffer.concat([replyHeader(0, REPLY_RELEASE, SEGMENT_REF_BYTES), segmentRefBytes(ref)]);
-    if (conn.releasesDue) {
-      conn.releasesDue.push(frame);
-      return;
-    }
-    conn.releasesDue = [frame];
-    setImmediate(() => this.writeReleases(socket));
-  }
-
-  /** Writes the give-backs still due on `socket`, alone. */
-  private writeReleases(socket: Socket): void {
-    const due = this.takeReleases(socket);
-    if (due) this.writers.get(socket)?.write(due, EMPTY);
-  }
-
-  /** The give-backs due on `socket`, as one buffer, now no longer due; undefined when none are. */
-  private takeReleases(socket: Socket): Buffer | undefined {
-    const conn = this.conns.get(socket);
-    const due = conn?.releasesDue;
-    if (!conn || !due) return undefined;
-    conn.releasesDue = undefined;
-    return socket.destroyed ? undefined : Buffer.concat(due);
+    conn.releases.add(Buffer.concat([replyHeader(0, REPLY_RELEASE, SEGMENT_REF_BYTES), segmentRefBytes(ref)]));
   }
 
   /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */
@@ -482,7 +464,7 @@ export class DirectServer {
     };
     // The peer that called may well call again at once.
     busyPoll.sent();
-    const due = this.takeReleases(socket);
+    const due = this.conns.get(socket)?.releases.take();
     const lanes = status === REPLY_OK && !(body instanceof Uint8Array) ? this.lanes.lanesFor(socket, body.byteLength) : undefined;
     if (lanes && !(body instanceof Uint8Array)) {
       if (due) this.writers.get(socket)?.write(due, EMPTY);

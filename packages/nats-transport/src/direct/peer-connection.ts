@@ -32,6 +32,7 @@ import {
 import { ReplyLanes, type LaneOwner } from './reply-lanes.js';
 import type { IncomingPart } from './striped-reply.js';
 import { busyPoll } from './busy-poll.js';
+import { DueFrames } from './due-frames.js';
 import { READ_INTO_HEAP } from './heap-writes.js';
 
 /** How long a connection may take to open, ms. */
@@ -168,7 +169,9 @@ export class PeerConnection implements LaneOwner {
   /** Replies received in the peer's shared memory and not yet given back. */
   private borrowed = 0;
   /** Frames that get no reply, not written yet: they go in front of the next request, or at the end of this turn of the event loop. */
-  private due: Buffer[] = [];
+  private readonly due = new DueFrames((bytes) => {
+    if (!this.broken) this.socket.write(bytes);
+  });
   private nextId = 0;
   private connected = false;
   private stallTimer: NodeJS.Timeout | undefined;
@@ -226,7 +229,7 @@ export class PeerConnection implements LaneOwner {
       this.pending.set(id, { resolve, reject, replySink, limit });
       this.armStall();
       busyPoll.sent();
-      const due = this.takeDue();
+      const due = this.due.take();
       if (!payload || payload.byteLength < COALESCE_BYTES) {
         const parts: Uint8Array[] = [frame];
         if (due) parts.unshift(due);
@@ -250,22 +253,7 @@ export class PeerConnection implements LaneOwner {
    * event loop.
    */
   sendSoon(frame: Buffer): void {
-    if (this.broken) return;
-    if (this.due.push(frame) === 1) setImmediate(() => this.writeDue());
-  }
-
-  /** Writes the frames still due, alone. */
-  private writeDue(): void {
-    const due = this.takeDue();
-    if (due) this.socket.write(due);
-  }
-
-  /** The frames due, as one buffer, now no longer due; undefined when none are (or the connection broke). */
-  private takeDue(): Buffer | undefined {
-    if (this.due.length === 0) return undefined;
-    const due = this.due.length === 1 ? this.due[0]! : Buffer.concat(this.due);
-    this.due = [];
-    return this.broken ? undefined : due;
+    if (!this.broken) this.due.add(frame);
   }
 
   /** Records `frame` (in the segment `ref`) as lent to the peer, taking the caller's share: released once given back. */
