@@ -7,8 +7,8 @@ scripts spawn both ranks in one namespace with mp.spawn, which cannot span
 two). Rank 0 calls an identity function on rank 1 with float32 tensors of
 each size and prints one JSON line per size: the median round trip, over the
 same repetitions as the bench gives tensorbus between the hosts (300 up to
-8 MB after 30 of warm-up: TCP windows grow over the first calls; 5 beyond,
-after 2).
+8 MB after 300 of warm-up: the figures are taken once both processes have
+settled, see TWO_HOST_STEADY in two-hosts.ts; 5 beyond, after 2).
 
 TensorPipe is limited to what it could use between two machines: the "uv"
 (TCP) transport and the channels that go over it. Left to itself it picks
@@ -43,7 +43,7 @@ def identity(x):
 
 def repetitions(size):
     n = 2000 if size <= 65536 else (300 if size <= 8 << 20 else 5)
-    return n, max(2, n // 10)
+    return n, (300 if 65536 < size <= 8 << 20 else max(2, n // 10))
 
 
 def main(argv):

@@ -25,12 +25,19 @@ const SUBNET = '10.213.0';
 
 /**
  * Repetitions of a case up to 8 MB between the hosts, for both systems (the
- * PyTorch script runs as many): 30 round trips of 4 MB are 0.1 s of traffic,
- * most of it before the connections' TCP windows have grown, and their
- * median swung 3.97–5.60 ms for tensorbus and 2.70–3.51 ms for PyTorch RPC
- * over three runs; with 30 + 300 it was 3.56–3.76 and 2.58–2.69 ms.
+ * PyTorch script runs as many): 300 round trips after 300 of warm-up. As in
+ * the cases on one host, the figures are taken once a process has settled:
+ * a training loop runs far longer than its first second. From a fresh pair
+ * of processes in two namespaces, tensorbus's 4 MB round trip (medians of
+ * each 100 calls) went 3.76, 3.07, 2.41, 2.27, 2.21 ms, and 4.82, 5.09,
+ * 3.41, 3.45, 3.51, 2.83 ms: V8 compiles the call path in tiers and the
+ * lanes' TCP windows grow, both over the first few hundred calls. PyTorch
+ * RPC's, per 50 calls, went 3.14, 3.38, 3.41, 3.26, 2.67, 2.85 ms and 3.84,
+ * 3.62, 3.50, 3.56, 3.45, 3.36 ms. With 30 calls of warm-up the median
+ * measured mostly that settling: 0.67–0.93x PyTorch RPC's throughput in
+ * six runs, where with 300 it was 1.0x, 1.2x, 0.73x and 1.1x.
  */
-export const TWO_HOST_STEADY: Repetitions = { warmup: 30, reps: 300, blocks: 3 };
+export const TWO_HOST_STEADY: Repetitions = { warmup: 300, reps: 300, blocks: 3 };
 
 /** `c` as run between the hosts: the steady repetitions for a full run's cases up to 8 MB. */
 function betweenHosts(c: BenchCase, quick: boolean): BenchCase {
