@@ -22,7 +22,7 @@ export interface BenchCase {
   repetitions?: Repetitions;
 }
 
-/** How often a latency case runs: warm-up calls (first block only), measured calls, and blocks they are split into. */
+/** How often a latency case runs: warm-up calls (before the first block), measured calls, and blocks they are split into. */
 export interface Repetitions {
   warmup: number;
   reps: number;
@@ -61,8 +61,9 @@ export const GROWTH_ID = 'growth';
  * How a case runs: its repetitions are split into blocks, and the blocks of
  * all systems are interleaved (block 1 of every system, then block 2, ...),
  * so a burst of load from elsewhere on this shared machine falls on every
- * system alike instead of on whichever ran at the time. Only the first block
- * of each system has a warm-up.
+ * system alike instead of on whichever ran at the time. The first block of
+ * each system has a warm-up; the later blocks of the 1–8 MB round trips
+ * start with {@link REWARM_CALLS} untimed calls of their own.
  */
 export interface CasePlan {
   blocks: number;
@@ -76,8 +77,8 @@ function split(total: number, blocks: number, b: number): number {
   return Math.floor(total / blocks) + (b < total % blocks ? 1 : 0);
 }
 
-function latencyPlan(reps: number, warmup: number, blocks: number): (b: number) => LatencyPlan {
-  return (b) => ({ warmup: b === 0 ? warmup : 0, reps: split(reps, blocks, b) });
+function latencyPlan(reps: number, warmup: number, blocks: number, rewarm = 0): (b: number) => LatencyPlan {
+  return (b) => ({ warmup: b === 0 ? warmup : rewarm, reps: split(reps, blocks, b) });
 }
 
 /**
@@ -103,10 +104,37 @@ const JIT_WARMUP_CYCLES = 6000;
  */
 const JIT_WARMUP_STEPS = 3000;
 
+/**
+ * Warm-up of the 1–8 MB round trips in a full run, the same as between two
+ * hosts (`TWO_HOST_STEADY`): V8 compiles their path (the shared-memory
+ * filling, the codec's sinks) only after more calls than the five these
+ * cases had. From a fresh pair of processes the median of the first 50
+ * calls of 4 MB was 1.6 and 2.8 ms, against 1.0–2.1 ms later.
+ */
+const MEGABYTE_WARMUP_CALLS = 300;
+/**
+ * Untimed calls at the start of each later block of the 1–8 MB round trips.
+ * Between two blocks of a system the other systems run for seconds, and
+ * this machine's kernel packs runnable tasks onto as few vCPUs as it can
+ * (`sched_vcpu_pack` on its command line): after an idle spell the woken
+ * callee runs on its caller's vCPU, and the two take turns on it until the
+ * scheduler parts them. After 900 ms of idle, the median over 12 blocks of
+ * a call of 4 MB went 7.6 and 4.6 ms for the first call, 2.5–3.5 ms up to
+ * the 14th, and 1.6–1.9 ms from about the 20th. PyTorch's anchor script
+ * times its 30 calls one after another, after 3 of warm-up, so none of them
+ * follows an idle spell; with these calls none of tensorbus's does either.
+ * What idle spells cost a caller is said in docs/performance.md.
+ */
+const REWARM_CALLS = 25;
+
 /** Repetitions of a round-trip case of `bytes`, in blocks. */
 function roundTripPlan(bytes: number, quick: boolean): { blocks: number; plan: (b: number) => LatencyPlan } {
+  if (bytes > 65_536 && bytes <= 8 * MB) {
+    const [warmup, reps, blocks, rewarm] = quick ? [2, 8, 2, 0] : [MEGABYTE_WARMUP_CALLS, 30, 3, REWARM_CALLS];
+    return { blocks, plan: latencyPlan(reps, warmup, blocks, rewarm) };
+  }
   const [warmup, reps, blocks] =
-    bytes <= 65_536 ? (quick ? [50, 300, 3] : [JIT_WARMUP_CALLS, 5000, 5]) : bytes <= 8 * MB ? (quick ? [2, 8, 2] : [5, 30, 3]) : bytes <= 64 * MB ? (quick ? [1, 3, 1] : [2, 10, 2]) : [1, 5, 1];
+    bytes <= 65_536 ? (quick ? [50, 300, 3] : [JIT_WARMUP_CALLS, 5000, 5]) : bytes <= 64 * MB ? (quick ? [1, 3, 1] : [2, 10, 2]) : [1, 5, 1];
   return { blocks, plan: latencyPlan(reps, warmup, blocks) };
 }
 
