@@ -129,13 +129,12 @@ const REWARM_CALLS = 25;
 
 /** Repetitions of a round-trip case of `bytes`, in blocks. */
 function roundTripPlan(bytes: number, quick: boolean): { blocks: number; plan: (b: number) => LatencyPlan } {
-  if (bytes > 65_536 && bytes <= 8 * MB) {
-    const [warmup, reps, blocks, rewarm] = quick ? [2, 8, 2, 0] : [MEGABYTE_WARMUP_CALLS, 30, 3, REWARM_CALLS];
-    return { blocks, plan: latencyPlan(reps, warmup, blocks, rewarm) };
-  }
-  const [warmup, reps, blocks] =
-    bytes <= 65_536 ? (quick ? [50, 300, 3] : [JIT_WARMUP_CALLS, 5000, 5]) : bytes <= 64 * MB ? (quick ? [1, 3, 1] : [2, 10, 2]) : [1, 5, 1];
-  return { blocks, plan: latencyPlan(reps, warmup, blocks) };
+  // [warm-up, timed calls, blocks, untimed calls before each later block]
+  const [warmup, reps, blocks, rewarm] =
+    bytes <= 65_536 ? (quick ? [50, 300, 3, 0] : [JIT_WARMUP_CALLS, 5000, 5, 0])
+    : bytes <= 8 * MB ? (quick ? [2, 8, 2, 0] : [MEGABYTE_WARMUP_CALLS, 30, 3, REWARM_CALLS])
+    : bytes <= 64 * MB ? (quick ? [1, 3, 1, 0] : [2, 10, 2, 0]) : [1, 5, 1, 0];
+  return { blocks, plan: latencyPlan(reps, warmup, blocks, rewarm) };
 }
 
 /** Rounds of a rate case, one round per block. */
