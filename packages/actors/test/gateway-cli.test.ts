@@ -48,7 +48,7 @@ async function group(t: { teardown(fn: () => unknown): void }): Promise<{ url: s
 
 test('cli - tensorbus gateway serves a worker of another process to python, logs each request, and stops on SIGINT', async (t) => {
   const { url, namespace } = await group(t);
-  const gw = await startCli(['--namespace', namespace, '--port', '0', '--nats', url]);
+  const gw = await startCli(['--namespace', namespace, '--port', '0', '--server', url]);
   t.teardown(() => gw.child.kill('SIGKILL'));
   t.deepEqual(await python(gw.url, 'tensor', 'w1'), { dtype: 'float32', shape: [3], values: [2, 4, 6] });
   t.regex(gw.stdout(), /no auth configured: listening on loopback only/);
@@ -58,7 +58,7 @@ test('cli - tensorbus gateway serves a worker of another process to python, logs
   t.is(code, 0);
 });
 
-test('cli - tensorbus gateway --auth takes basic users and identities from a JSON file', async (t) => {
+test('cli - tensorbus gateway --auth takes basic users and identities from a JSON file (and --nats, the older name of --server)', async (t) => {
   const { url, namespace } = await group(t);
   const dir = mkdtempSync(join(tmpdir(), 'tb-gw-cli-'));
   writeFileSync(join(dir, 'auth.json'), JSON.stringify({ basic: { ops: { password: 'pw', identity: 'main' } }, identities: { main: {} } }));

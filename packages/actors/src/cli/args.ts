@@ -69,9 +69,10 @@ export const USAGE = `usage:
       their host, uptime, backend, transport, calls/s and latency, errors,
       RRefs, autograd contexts, tensors and memory; then the functions each
       serves and calls, errors by code, reported values and recent events.
-  tensorbus gateway [--namespace NS] [--port 8080] [--host H] [--nats URL] [--name N]
+  tensorbus gateway [--server URL] [--namespace NS] [--port 8080] [--host H] [--name N]
                     [--tls-cert FILE --tls-key FILE] [--auth FILE]
-      Serves the namespace's workers over XML-RPC (POST /RPC2) until Ctrl-C.
+      Serves the namespace's workers over XML-RPC (POST /RPC2) until Ctrl-C
+      (--nats URL is the older name of --server).
       --auth names a JSON file of basic users, JWT verification and NATS
       identities; without it the gateway listens on loopback only.
       See docs/gateway.md.
