@@ -171,7 +171,7 @@ export class CallServer {
     let observed: ObservedServe | undefined;
     try {
       // A function starts only once the RRefs among its arguments are usable here (their values exist, their forks are confirmed).
-      if (received.length > 0) await this.references!.ready(received);
+      if (received.length > 0) await this.references!.ready(received, caller);
       entry = lookupCallable(request.fn, this.name);
       const found = entry;
       const produce = () => found.invoke(request.args);

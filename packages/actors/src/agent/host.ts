@@ -52,8 +52,8 @@ export type CallWrapper = (meta: CallMeta, run: () => Promise<unknown>, args: un
  * their lifetimes follow the call and not the garbage collector.
  */
 export interface CallReferences {
-  /** Resolves once the references among a call's arguments are usable here; rejects to fail the call. */
-  ready(received: unknown[]): Promise<void>;
+  /** Resolves once the references among a call's arguments are usable here, by `caller`; rejects to fail the call. */
+  ready(received: unknown[], caller: CallerIdentity): Promise<void>;
   /** The call settled: what it received and what its result carried away are let go (unless kept). */
   settled(references: unknown[]): void;
 }

@@ -6,11 +6,11 @@
  * released everywhere when the callback settles. See docs/dist-autograd.md.
  * @module
  */
-import { randomBytes } from 'node:crypto';
-import { AutogradError, InvalidArgumentError, RemoteError, RpcTimeoutError, SerializationError, tf } from '@tensorbus/core';
+import { AutogradError, InvalidArgumentError, PermissionDeniedError, RemoteError, RpcTimeoutError, SerializationError, tf } from '@tensorbus/core';
 import type { CallMeta } from '../agent/call-context.js';
 import type { AgentHost, PluginLifecycle } from '../agent/host.js';
 import { isCurrentMember, isWireId, leaseTimer } from '../peer-limits.js';
+import { randomIdPart } from '../random-id.js';
 import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { forEachTensor } from '../tensors.js';
 import { localPass, type PassResult } from './backward-pass.js';
@@ -71,9 +71,6 @@ export class DistAutograd implements PluginLifecycle {
   private readonly contexts = new Map<ContextId, AutogradContext>();
   /** Ids released here: a call of theirs arriving late must not bring them back. */
   private readonly released = new RecentSet<ContextId>(TOMBSTONES);
-  private readonly instance = randomBytes(3).toString('hex');
-  private contextCount = 0;
-  private messageCount = 0;
   /** What each peer made this worker hold in contexts. */
   private readonly ledger: ContextLedger;
   private leaseTimer: NodeJS.Timeout | undefined;
@@ -106,7 +103,7 @@ export class DistAutograd implements PluginLifecycle {
     this.host.checkRunning();
     const current = this.current();
     if (current !== undefined) throw new InvalidArgumentError(`already inside autograd context ${current.id}: contexts do not nest`);
-    const context = this.open(`${this.host.name}/${this.instance}.${(++this.contextCount).toString(36)}`);
+    const context = this.open(`${this.host.name}/${randomIdPart()}`);
     try {
       return await recordingScope.run(context, () => fn(context.id));
     } finally {
@@ -226,7 +223,7 @@ export class DistAutograd implements PluginLifecycle {
   /** Meta contributor: a call made inside a context carries it. */
   private tagCall(meta: CallMeta): void {
     const context = this.current();
-    if (context !== undefined) meta[META_KEY] = [context.id, `${this.host.name}.${this.instance}.${(++this.messageCount).toString(36)}`];
+    if (context !== undefined) meta[META_KEY] = [context.id, `${this.host.name}.${randomIdPart()}`];
   }
 
   /** Caller side: records the tensors sent, and those the reply brings. */
@@ -313,11 +310,21 @@ export class DistAutograd implements PluginLifecycle {
 
   // ---- backward ----------------------------------------------------------------
 
-  /** @internal Gradients arrived for the tensors of send `msgId`: runs the local pass they start. */
-  async receiveGradients(contextId: ContextId, msgId: string, grads: Array<Tensor | null>, from: string, deadline?: number): Promise<void> {
+  /**
+   * @internal Gradients arrived for the tensors of send `msgId`: runs the
+   * local pass they start. Only the worker that send went to, shown by its
+   * call's MAC (`verified`), may answer it: anyone else is refused and the
+   * context is left as it was.
+   * @throws PermissionDeniedError when `from` is not the verified counterpart of send `msgId`.
+   */
+  async receiveGradients(contextId: ContextId, msgId: string, grads: Array<Tensor | null>, from: string, verified: boolean, deadline?: number): Promise<void> {
     const context = this.require(contextId);
+    const send = typeof msgId === 'string' ? context.sends.get(msgId) : undefined;
+    if (!verified || (send === undefined ? !context.known.has(from) : send.peer !== from)) {
+      throw new PermissionDeniedError(`worker '${String(from).slice(0, 64)}' may not send gradients for message ${String(msgId).slice(0, 64)} of autograd context ${contextId}: only the verified worker it was sent to may`);
+    }
     context.lastUsed = Date.now();
-    const send = context.sends.get(msgId);
+    // A message that carried no float tensor was not recorded: nothing flows back through it.
     if (send === undefined) return;
     if (!Array.isArray(grads) || grads.length !== send.tensors.length) {
       throw new AutogradError('AUTOGRAD_BACKWARD_FAILED', `worker '${from}' sent ${String(grads?.length)} gradient(s) for message ${msgId}, which carried ${send.tensors.length} tensor(s)`);
@@ -383,9 +390,19 @@ export class DistAutograd implements PluginLifecycle {
 
   // ---- release -----------------------------------------------------------------
 
-  /** @internal `from` asked to release `contextId`: releases it here and on the workers it knows. */
-  async releaseFrom(contextId: ContextId, from: string): Promise<void> {
+  /**
+   * @internal `from` asked to release `contextId`: releases it here and on the
+   * workers it knows. Only a participant may: a verified caller this part of
+   * the context exchanged calls with. A verified member naming a context not
+   * here (the release overtook the call it follows) leaves a tombstone, so the
+   * late call does not open it again.
+   * @throws PermissionDeniedError for an unverified caller or a worker that is not a participant; nothing changes.
+   */
+  async releaseFrom(contextId: ContextId, from: string, verified: boolean): Promise<void> {
     const context = this.contexts.get(contextId);
+    if (!verified || (context !== undefined && !context.known.has(from))) {
+      throw new PermissionDeniedError(`worker '${String(from).slice(0, 64)}' may not release autograd context ${String(contextId).slice(0, 64)}: only its verified participants may`);
+    }
     if (context === undefined) {
       this.tombstone(contextId);
       return;

@@ -37,9 +37,13 @@ export interface OwnerEntry {
   value: unknown;
   failure: unknown;
   created: boolean;
-  /** Confirmed user forks: forkId -> holder worker. */
+  /** Confirmed user forks: forkId -> holder (its accountable name: the only caller served this value for it, holders.ts). */
   users: Map<string, string>;
-  /** Forks sent by this owner, not yet confirmed by their holder: forkId -> holder. */
+  /**
+   * Forks sent by this owner, or passed on by a holder that told it so
+   * (`rref.forked`), not yet confirmed by their holder: forkId -> the name it
+   * was sent to (only that worker may confirm it: holders.ts).
+   */
   pendingUsers: Map<string, string>;
   /** Forks already deleted (a late duplicate must not revive them). */
   deleted: Set<string>;

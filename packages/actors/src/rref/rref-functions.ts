@@ -6,13 +6,14 @@
  * @module
  */
 import { AutogradError, RRefError, type tf } from '@tensorbus/core';
-import { servingPlugin } from '../agent/host.js';
+import { servingPlugin, type CallScope } from '../agent/host.js';
 import { AUTOGRAD } from '../autograd/autograd-key.js';
 import { collectTensors } from '../agent/call-tensors.js';
 import { forEachTensor } from '../tensors.js';
 import { accountableName, isWireId } from '../peer-limits.js';
 import { describeCalls, isRegisteredClass, lookupCallable, remoteFunction } from '../registry/functions.js';
 import { adoptTensors } from './held-tensors.js';
+import { mayUse, unknownRRef } from './holders.js';
 import type { OwnerEntry } from './owner-table.js';
 import { remoteMethodOf } from './remote-methods.js';
 import type { RRefManager } from './rref-manager.js';
@@ -21,18 +22,21 @@ import { creationFailed } from './rref.js';
 import { BACKWARD_FN, CALL_FN, CREATE_FN, FETCH_FN, type CreateSpec } from './rref-protocol.js';
 import { scalarRoot } from './rref-backward.js';
 
-/** The RRef manager of the worker serving the current call. */
-function manager(): RRefManager {
-  return servingPlugin(RREFS, 'an RRef protocol function').plugin;
+/** The RRef manager of the worker serving the current call, and the call. */
+function serving(): { rrefs: RRefManager; scope: CallScope } {
+  const { plugin, scope } = servingPlugin(RREFS, 'an RRef protocol function');
+  return { rrefs: plugin, scope };
 }
 
-/** The entry of `rrefId`, now: a reference is used only once its owner confirmed it, so a missing entry is gone (or never was). */
-export function entryOf(rrefs: RRefManager, rrefId: unknown): OwnerEntry {
+/**
+ * The entry of `rrefId`, for the caller of the call being served: a reference
+ * is used only once its owner confirmed it, so a missing entry is gone (or
+ * never was); an entry the caller holds no fork of is answered the same way
+ * (holders.ts).
+ */
+export function entryOf(rrefs: RRefManager, rrefId: unknown, scope: CallScope): OwnerEntry {
   const entry = isWireId(rrefId) ? rrefs.owners.get(rrefId) : undefined;
-  if (!entry) {
-    const shown = typeof rrefId === 'string' ? rrefId.slice(0, 64) : typeof rrefId;
-    throw new RRefError('RREF_OWNER_LOST', `worker '${rrefs.selfName}' holds no RRef ${shown} (released, its creation failed, or it never existed)`);
-  }
+  if (!entry || !mayUse(entry, { name: scope.caller, verified: scope.verified }, scope.host)) throw unknownRRef(rrefs.selfName, rrefId);
   entry.lastUsed = Date.now();
   return entry;
 }
@@ -55,9 +59,9 @@ export const createValue = remoteFunction(CREATE_FN, async (rrefId: string, fork
   const { plugin: rrefs, scope } = servingPlugin(RREFS, 'an RRef protocol function');
   checkSpec(spec);
   // A missing target fails before anything is kept for the new value.
-  const target = 'target' in spec ? entryOf(rrefs, spec.target) : undefined;
+  const target = 'target' in spec ? entryOf(rrefs, spec.target, scope) : undefined;
   const entry = rrefs.openForCreation(rrefId, forkId, scope.caller, accountableName(scope));
-  if (!entry) return returnValue === true ? valueOf(entryOf(rrefs, rrefId)) : null;
+  if (!entry) return returnValue === true ? valueOf(entryOf(rrefs, rrefId, scope)) : null;
   try {
     let value: unknown;
     if (target === undefined) {
@@ -97,12 +101,15 @@ function construct(invoke: (args: unknown[]) => unknown, args: unknown[]): unkno
 }
 
 /** A copy of the value, for a user's `toHere()`. */
-export const fetchValue = remoteFunction(FETCH_FN, async (rrefId: string) => valueOf(entryOf(manager(), rrefId)));
+export const fetchValue = remoteFunction(FETCH_FN, async (rrefId: string) => {
+  const { rrefs, scope } = serving();
+  return valueOf(entryOf(rrefs, rrefId, scope));
+});
 
 /** Runs a method of the value, for a user's proxies. */
 export const callValueMethod = remoteFunction(CALL_FN, async (rrefId: string, method: string, args: unknown[]) => {
-  const rrefs = manager();
-  const entry = entryOf(rrefs, rrefId);
+  const { rrefs, scope } = serving();
+  const entry = entryOf(rrefs, rrefId, scope);
   if (!Array.isArray(args)) throw new RRefError('RREF_OWNER_LOST', 'malformed RRef method call');
   const result = await remoteMethodOf(await valueOf(entry), method, rrefs.selfName)(...args);
   // Tensors the method stored in the value are the value's now (kept, counted); before the reply disposes transient ones.
@@ -129,7 +136,7 @@ export const backwardFromValue = remoteFunction(BACKWARD_FN, async (rrefId: unkn
   if (typeof contextId !== 'string' || autograd.currentContextId() !== contextId) {
     throw new AutogradError('AUTOGRAD_CONTEXT_NOT_FOUND', `rref backward: this call does not belong to autograd context ${String(contextId).slice(0, 64)} on '${scope.host.name}'`);
   }
-  const entry = entryOf(manager(), rrefId);
+  const entry = entryOf(servingPlugin(RREFS, 'rref backward').plugin, rrefId, scope);
   await autograd.backward(contextId, [scalarRoot(await valueOf(entry), entry.rrefId)], { retainGraph: retainGraph === true });
   return null;
 });

@@ -7,19 +7,20 @@
  * that dies fails its RRefs' uses with RREF_OWNER_LOST. See docs/rref.md.
  * @module
  */
-import { randomBytes } from 'node:crypto';
 import { RRefError, SerializationError, WorkerUnavailableError } from '@tensorbus/core';
 import { errorFromWire, errorToWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
 import type { CallerIdentity } from '../agent/call-context.js';
 import type { ControlMessage } from '../agent/control.js';
 import type { AgentHost, CallOptions, PluginLifecycle, WireContext } from '../agent/host.js';
 import type { WorkerInfo } from '../worker-info.js';
-import { accountableName, isCurrentMember, isWireId, leaseTimer, PeerCounter } from '../peer-limits.js';
+import { isCurrentMember, isWireId, leaseTimer, PeerCounter } from '../peer-limits.js';
 import { markOpaque } from './held-tensors.js';
+import { holderName, holdsAnyFork, holdsFork, isExpectedHolder, unknownRRef } from './holders.js';
+import { randomIdPart } from '../random-id.js';
 import { OwnerTable, type OwnerEntry } from './owner-table.js';
 import { sendReliably, type ReliableSender } from './reliable.js';
 import { DELETE_BATCH_MAX, DeleteBatches } from './delete-batches.js';
-import { CALL_FN, CHILD_ACCEPT, CREATE_FN, DELETE, FETCH_FN, FORK, type CreateSpec, type RRefWire } from './rref-protocol.js';
+import { CALL_FN, CHILD_ACCEPT, CREATE_FN, DELETE, FETCH_FN, FORK, FORKED, type CreateSpec, type RRefWire } from './rref-protocol.js';
 import { creationFailed, ownerLost, RRef, type HandleState, type RRefHost, type UserState } from './rref.js';
 import { Budget } from './bounded-wait.js';
 import { RecentSet, TOMBSTONES } from '../recent-set.js';
@@ -52,8 +53,6 @@ type Held = { kind: 'user'; forkId: string; flag: HandleState } | { kind: 'owner
 export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
   readonly owners: OwnerTable;
   private readonly users = new Map<string, UserState>();
-  private readonly prefix = `${randomBytes(4).toString('hex')}`;
-  private counter = 0;
   private readonly tombstones = new RecentSet<string>(TOMBSTONES);
   private readonly collected = new FinalizationRegistry<Held>((held) => this.onCollected(held));
   /**
@@ -81,9 +80,10 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     // A value referencing the worker must not make everything it holds look like its own.
     markOpaque(host);
     markOpaque(this);
+    host.onControl(FORKED, (m, sender) => this.onForked(m, sender));
     host.onControl(FORK, (m, sender) => this.onFork(m, sender));
     host.onControl(CHILD_ACCEPT, (m) => this.onChildAccept(m));
-    host.onControl(DELETE, (m) => this.onDelete(m));
+    host.onControl(DELETE, (m, sender) => this.onDelete(m, sender));
     // A call leaving this worker goes after the creations remote() made before it.
     host.tapCalls(() => {
       if (this.launches.pending) this.launches.sendAll();
@@ -91,7 +91,7 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     });
     // Calls wait for their RRef arguments to be usable, and let go of the RRefs they carried when they settle.
     host.serveReferences({
-      ready: (received) => this.argumentsReady(received, host.options.rpcTimeoutMs),
+      ready: (received, caller) => this.argumentsReady(received, host.options.rpcTimeoutMs, caller),
       settled: (references) => this.releaseCallRefs(references),
     });
     this.sender = {
@@ -132,9 +132,9 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     return { owners: this.owners.size, users, pendingUsers: this.owners.pendingUsers, pendingChildren };
   }
 
-  /** A new id, unique in the namespace. */
+  /** A new id, unique in the namespace: this worker's name and 128 random bits (random-id.ts). */
   newId(): string {
-    return `${this.selfName}.${this.prefix}.${(++this.counter).toString(36)}`;
+    return `${this.selfName}.${randomIdPart()}`;
   }
 
   workerInfo(name: string): WorkerInfo {
@@ -350,7 +350,7 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
    * user fork is confirmed by its owner (or failed: its uses will say why).
    * Within `timeoutMs` (0 = no limit), else RpcTimeoutError.
    */
-  async argumentsReady(refs: unknown[], timeoutMs: number): Promise<void> {
+  async argumentsReady(refs: unknown[], timeoutMs: number, caller?: CallerIdentity): Promise<void> {
     const waits: Array<Promise<unknown>> = [];
     for (const rref of refs) {
       if (!(rref instanceof RRef) || rref.manager !== this) continue;
@@ -359,8 +359,11 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     }
     if (waits.length > 0) await new Budget(timeoutMs, undefined).wait(Promise.all(waits), () => 'the RRefs among the arguments being usable');
     for (const rref of refs) {
-      const entry = rref instanceof RRef ? rref.entry : undefined;
-      if (entry?.failure !== undefined) throw creationFailed(entry.rrefId, entry.failure);
+      const entry = rref instanceof RRef && rref.manager === this ? rref.entry : undefined;
+      if (entry === undefined) continue;
+      if (entry.failure !== undefined) throw creationFailed(entry.rrefId, entry.failure);
+      // An RRef handed back to its owner: only by a worker that holds a fork of it (a name is not a capability).
+      if (caller !== undefined && !holdsAnyFork(entry, caller, this.host)) throw unknownRRef(this.selfName, entry.rrefId);
     }
   }
 
@@ -441,7 +444,14 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     const peer = context?.peer ?? '';
     const forkId = this.newId();
     if (rref.entry) this.owners.addPending(rref.entry, forkId, peer);
-    else rref.user!.pendingChildren.set(forkId, peer);
+    else {
+      const user = rref.user!;
+      user.pendingChildren.set(forkId, peer);
+      // The owner confirms the new holder only once this holder told it of the fork (an RRef handed to its owner is no fork).
+      if (peer !== '' && peer !== user.owner) {
+        void this.askOwner(user.owner, { k: FORKED, rrefId: user.rrefId, forkId, parentFork: user.forkId, holder: peer }).catch(() => undefined);
+      }
+    }
     return { o: rref.ownerName(), r: rref.rrefId, f: forkId, p: this.selfName };
   }
 
@@ -472,16 +482,21 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     return this.userHandle(state);
   }
 
+  /** Tells the owner this worker holds fork `forkId` (see {@link askOwner}). */
+  private sendFork(wire: RRefWire, forkId: string): Promise<void> {
+    return this.askOwner(wire.o, { k: FORK, rrefId: wire.r, forkId, holder: this.selfName, parent: wire.p });
+  }
+
   /**
-   * Tells the owner this worker holds fork `forkId`. The value may still be on
-   * its way to the owner (its creator's `remote()` has not arrived yet): the
-   * owner answers `unknown` at once, keeping nothing, and this side asks again
-   * for at most FORK_WAIT_MS.
+   * Sends a fork message to `owner`. The value may still be on its way to the
+   * owner (its creator's `remote()` has not arrived yet), or the fork's parent
+   * not have told it of the fork yet: the owner answers `unknown` at once,
+   * keeping nothing, and this side asks again for at most FORK_WAIT_MS.
    */
-  private async sendFork(wire: RRefWire, forkId: string): Promise<void> {
+  private async askOwner(owner: string, message: ControlMessage): Promise<void> {
     const deadline = Date.now() + FORK_WAIT_MS;
     for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
-      const reply = (await sendReliably(this.sender, wire.o, { k: FORK, rrefId: wire.r, forkId, holder: this.selfName, parent: wire.p })) as { error?: WireError; unknown?: boolean } | undefined;
+      const reply = (await sendReliably(this.sender, owner, message)) as { error?: WireError; unknown?: boolean } | undefined;
       if (!reply?.error) return;
       if (!reply.unknown || Date.now() + pause > deadline || !this.host.running) throw errorFromWire(reply.error);
       await new Promise((resolve) => setTimeout(resolve, pause));
@@ -537,20 +552,45 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
 
   // ---- control handlers ------------------------------------------------------
 
-  /** A holder announces its fork (child -> owner): kept under the holder's name only when the holder sent it itself. */
-  private async onFork(m: ControlMessage, sender: CallerIdentity | undefined): Promise<unknown> {
-    const { rrefId, forkId, holder: claimed } = m as { rrefId?: unknown; forkId?: unknown; holder?: unknown };
-    const holder = isWireId(claimed) ? accountableName({ caller: claimed, verified: sender?.verified === true && sender.name === claimed }) : claimed;
-    if (!isWireId(rrefId) || !isWireId(forkId) || !isWireId(holder)) return { error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: 'malformed fork' } };
+  /**
+   * A user forked its fork on (parent -> owner): the owner expects the new
+   * holder's confirmation. Only a worker that holds the parent fork may.
+   */
+  private onForked(m: ControlMessage, sender: CallerIdentity | undefined): unknown {
+    const { rrefId, forkId, parentFork, holder } = m as { rrefId?: unknown; forkId?: unknown; parentFork?: unknown; holder?: unknown };
+    if (!isWireId(rrefId) || !isWireId(forkId) || !isWireId(parentFork) || !isWireId(holder)) return { error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: 'malformed fork' } };
     const entry = this.owners.get(rrefId);
-    // Unknown now: answered at once, nothing kept (the holder asks again while a creation may be on its way).
-    if (!entry) return { unknown: true, error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: `worker '${this.selfName}' holds no RRef ${rrefId}` } };
+    // Not known (yet): the value or the parent's own fork may still be on its way; nothing is kept.
+    if (!entry || !holdsFork(entry, parentFork, sender, this.host)) return this.unknownFork(rrefId);
     try {
-      this.owners.confirmUser(entry, forkId, holder);
+      if (!entry.users.has(forkId) && !entry.deleted.has(forkId)) this.owners.addPending(entry, forkId, holder);
     } catch (error) {
       return { error: errorToWire(error) };
     }
     return { ok: true };
+  }
+
+  /**
+   * A holder confirms its fork (child -> owner): registered under the name its
+   * message showed, and only when the owner sent it that fork or its parent
+   * said so (onForked); anything else is answered as an unknown fork.
+   */
+  private onFork(m: ControlMessage, sender: CallerIdentity | undefined): unknown {
+    const { rrefId, forkId } = m as { rrefId?: unknown; forkId?: unknown };
+    if (!isWireId(rrefId) || !isWireId(forkId)) return { error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: 'malformed fork' } };
+    const entry = this.owners.get(rrefId);
+    // Unknown now: answered at once, nothing kept (the holder asks again while a creation or its parent's word may be on its way).
+    if (!entry || sender === undefined || !holdsFork(entry, forkId, sender, this.host)) return this.unknownFork(rrefId);
+    try {
+      this.owners.confirmUser(entry, forkId, holderName(sender));
+    } catch (error) {
+      return { error: errorToWire(error) };
+    }
+    return { ok: true };
+  }
+
+  private unknownFork(rrefId: string): unknown {
+    return { unknown: true, error: errorToWire(unknownRRef(this.selfName, rrefId)) };
   }
 
   private onChildAccept(m: ControlMessage): unknown {
@@ -560,15 +600,21 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     return { ok: true };
   }
 
-  /** Forks a user let go of (a batch, see delete-batches.ts): each is dropped, a fork not known yet is tombstoned. */
-  private onDelete(m: ControlMessage): unknown {
+  /**
+   * Forks a user let go of (a batch, see delete-batches.ts): each is dropped
+   * when the sender holds it; a fork of a value not known yet is tombstoned
+   * when the sender is the value's creator (its creation failed or timed out).
+   */
+  private onDelete(m: ControlMessage, sender: CallerIdentity | undefined): unknown {
     const { forks } = m as { forks?: unknown };
     if (!Array.isArray(forks) || forks.length > DELETE_BATCH_MAX) return { ok: false };
     for (const fork of forks) {
       const [rrefId, forkId] = Array.isArray(fork) ? (fork as unknown[]) : [];
       if (!isWireId(rrefId) || !isWireId(forkId)) continue;
-      if (!this.owners.get(rrefId)) this.tombstone(`${rrefId}|${forkId}`);
-      this.owners.deleteFork(rrefId, forkId);
+      const entry = this.owners.get(rrefId);
+      if (!entry) {
+        if (isExpectedHolder(rrefId.slice(0, rrefId.lastIndexOf('.')), sender, this.host)) this.tombstone(`${rrefId}|${forkId}`);
+      } else if (holdsFork(entry, forkId, sender, this.host)) this.owners.deleteFork(rrefId, forkId);
     }
     return { ok: true };
   }

@@ -4,6 +4,7 @@
  * message (a NATS reconnect drops buffered publishes) loses no reference and
  * leaks none. See docs/rref.md.
  *
+ *   parent -> owner   { k: 'rref.forked', rrefId, forkId, parentFork, holder } -> { ok } | { error }
  *   child  -> owner   { k: 'rref.fork',   rrefId, forkId, holder, parent }  -> { ok } | { error }
  *   child  -> parent  { k: 'rref.child',  rrefId, forkId }                  -> { ok }
  *   user   -> owner   { k: 'rref.delete', rrefId, forkId }                  -> { ok }
@@ -16,6 +17,8 @@
  * @module
  */
 
+/** Control kind: a user tells the owner it forked its fork on to another worker (before that worker confirms it). */
+export const FORKED = 'rref.forked';
 /** Control kind: a holder announces its fork to the owner. */
 export const FORK = 'rref.fork';
 /** Control kind: the owner confirmed a child fork (to its parent). */
@@ -23,7 +26,7 @@ export const CHILD_ACCEPT = 'rref.child';
 /** Control kind: a user fork is gone. */
 export const DELETE = 'rref.delete';
 /** The control kinds the RRef plugin declares. */
-export const RREF_CONTROL_KINDS = [FORK, CHILD_ACCEPT, DELETE] as const;
+export const RREF_CONTROL_KINDS = [FORKED, FORK, CHILD_ACCEPT, DELETE] as const;
 
 /** Owner-side function: make the value [remote()]. */
 export const CREATE_FN = 'tb.rref.create';
