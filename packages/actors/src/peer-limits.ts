@@ -58,14 +58,22 @@ export function isCurrentMember(host: MembershipView, peer: string): boolean {
   return peer === host.name || host.members.get(peer) !== undefined;
 }
 
+/** The name the state of unverified callers of this worker's own account (or process) is kept under. */
+export const UNVERIFIED_HERE = '?here';
+
 /**
  * The name state made by a caller is kept under: its own for a caller that
- * showed it is that member, else a name no member can have (`?` + the claimed
- * one), so a caller that only claims a member's name gets a lease, not the
- * member's lifetime, and is counted apart from it.
+ * showed it is that member; for anyone else, a name no member can have, made
+ * of what the caller cannot choose rather than of the name it claims (which
+ * costs nothing to change): `?account:<name>` for a caller the transport
+ * vouches came through another NATS account's import (`origin`), else
+ * {@link UNVERIFIED_HERE}. So a caller that only claims a member's name gets a
+ * lease, not the member's lifetime, and every unverified caller of one account
+ * shares one budget however many names it claims.
  */
-export function accountableName(caller: { caller: string; verified: boolean }): string {
-  return caller.verified ? caller.caller : `?${caller.caller}`;
+export function accountableName(caller: { caller: string; verified: boolean; origin?: string }): string {
+  if (caller.verified) return caller.caller;
+  return caller.origin === undefined ? UNVERIFIED_HERE : `?${caller.origin}`;
 }
 
 /** Longest id (RRef, fork or autograd context) accepted from the wire, in characters. */

@@ -74,7 +74,7 @@ export class StreamProducers {
       if (!producer.cancelled) publish([END, seq]);
     };
     callScope
-      .run({ host: this.host, caller: caller.name, verified: caller.verified, meta: request.meta }, run)
+      .run({ host: this.host, caller: caller.name, verified: caller.verified, origin: caller.origin, meta: request.meta }, run)
       .catch((error: unknown) => {
         if (producer.cancelled) return;
         const wire = error instanceof SerializationError ? errorToWire(error) : remoteErrorFrom(this.worker, error);
