@@ -63,7 +63,7 @@ export function isCurrentMember(host: MembershipView, peer: string): boolean {
 }
 
 /** The name the state of unverified callers of this worker's own account (or process) is kept under. */
-export const UNVERIFIED_HERE = '?here';
+const UNVERIFIED_HERE = '?here';
 
 /**
  * The name state made by a caller is kept under: its own for a caller that

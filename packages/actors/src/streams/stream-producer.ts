@@ -136,11 +136,6 @@ export class StreamProducers {
     for (const producer of this.producers.values()) producer.stop();
   }
 
-  /** Streams open for `peer` (an accountableName), for tests and stats. */
-  openFor(peer: string): number {
-    return this.perPeer.get(peer);
-  }
-
   /** The name `caller`'s stream counts against, if it may open one; else runs `ended` and throws. */
   private admit(caller: CallerIdentity, ended: (() => void) | undefined): string {
     const peer = accountableName({ caller: caller.name, verified: caller.verified, origin: caller.origin });
