@@ -1,11 +1,12 @@
 /**
  * Bounds on the state other workers (or callers that are not members, such as
  * another account reaching this worker through an import) can make on this
- * worker: RRefs it owns for them and distributed autograd contexts they open.
- * Every piece of such state is counted against the peer that made it, refused
- * with a typed error past its bound, and dropped when the peer leaves or
- * fails, or, for a caller that is not a current member, once it sits idle
- * for `leaseMs`. See docs/rref.md and docs/dist-autograd.md.
+ * worker: RRefs it owns for them, distributed autograd contexts they open, and
+ * streams it produces for them. Every piece of such state is counted against
+ * the peer that made it, refused with a typed error past its bound, and
+ * dropped when the peer leaves or fails, or, for a caller that is not a
+ * current member, once it sits idle for `leaseMs`. See docs/rref.md,
+ * docs/dist-autograd.md and docs/rpc.md (streams).
  * @module
  */
 import { InvalidArgumentError } from '@tensorbus/core';
@@ -21,6 +22,8 @@ export interface PeerLimits {
   autogradContextsPerPeer: number;
   /** Tensor bytes one peer may send into the autograd contexts it opened here (they are kept until release). Default 1 GiB. */
   autogradBytesPerPeer: number;
+  /** Streams one peer may have open on this worker (produced here). Default 256. */
+  streamsPerPeer: number;
   /** State a caller that is not a current member made is dropped after this long without use, ms. Default 30,000. */
   leaseMs: number;
 }
@@ -31,6 +34,7 @@ export const DEFAULT_PEER_LIMITS: Readonly<PeerLimits> = {
   rrefBytesPerPeer: 1 << 30,
   autogradContextsPerPeer: 1_000,
   autogradBytesPerPeer: 1 << 30,
+  streamsPerPeer: 256,
   leaseMs: 30_000,
 };
 
@@ -58,14 +62,22 @@ export function isCurrentMember(host: MembershipView, peer: string): boolean {
   return peer === host.name || host.members.get(peer) !== undefined;
 }
 
+/** The name the state of unverified callers of this worker's own account (or process) is kept under. */
+const UNVERIFIED_HERE = '?here';
+
 /**
  * The name state made by a caller is kept under: its own for a caller that
- * showed it is that member, else a name no member can have (`?` + the claimed
- * one), so a caller that only claims a member's name gets a lease, not the
- * member's lifetime, and is counted apart from it.
+ * showed it is that member; for anyone else, a name no member can have, made
+ * of what the caller cannot choose rather than of the name it claims (which
+ * costs nothing to change): `?account:<name>` for a caller the transport
+ * vouches came through another NATS account's import (`origin`), else
+ * {@link UNVERIFIED_HERE}. So a caller that only claims a member's name gets a
+ * lease, not the member's lifetime, and every unverified caller of one account
+ * shares one budget however many names it claims.
  */
-export function accountableName(caller: { caller: string; verified: boolean }): string {
-  return caller.verified ? caller.caller : `?${caller.caller}`;
+export function accountableName(caller: { caller: string; verified: boolean; origin?: string }): string {
+  if (caller.verified) return caller.caller;
+  return caller.origin === undefined ? UNVERIFIED_HERE : `?${caller.origin}`;
 }
 
 /** Longest id (RRef, fork or autograd context) accepted from the wire, in characters. */

@@ -14,6 +14,7 @@ import {
   RpcTimeoutError,
   RRefError,
   SerializationError,
+  StreamError,
   ShutdownError,
   TensorbusError,
   TransportError,
@@ -22,6 +23,7 @@ import {
   type AutogradErrorCode,
   type GatewayErrorCode,
   type RRefErrorCode,
+  type StreamErrorCode,
   type TensorbusErrorOptions,
 } from './errors.js';
 
@@ -93,6 +95,9 @@ const rebuilders = new Map<string, Rebuilder>([
 ]);
 for (const code of ['RREF_NOT_OWNER', 'RREF_RELEASED', 'RREF_CREATION_FAILED', 'RREF_OWNER_LOST', 'RREF_LIMIT_EXCEEDED'] satisfies RRefErrorCode[]) {
   rebuilders.set(code, (m, o) => new RRefError(code, m, o));
+}
+for (const code of ['STREAM_LIMIT_EXCEEDED', 'STREAM_LEASE_EXPIRED'] satisfies StreamErrorCode[]) {
+  rebuilders.set(code, (m, o) => new StreamError(code, m, o));
 }
 for (const code of ['GATEWAY_BAD_REQUEST', 'GATEWAY_LIMIT_EXCEEDED', 'GATEWAY_UNKNOWN_HANDLE', 'GATEWAY_UNAUTHORIZED'] satisfies GatewayErrorCode[]) {
   rebuilders.set(code, (m, o) => new GatewayError(code, m, o));

@@ -28,6 +28,7 @@ export type ErrorCode =
   | 'AUTOGRAD_BACKWARD_FAILED'
   | 'RREF_LIMIT_EXCEEDED'
   | 'AUTOGRAD_LIMIT_EXCEEDED'
+  | StreamErrorCode
   | 'INVALID_ARGUMENT'
   | 'DUPLICATE_WORKER'
   | 'PERMISSION_DENIED'
@@ -161,6 +162,22 @@ export type AutogradErrorCode = 'AUTOGRAD_CONTEXT_NOT_FOUND' | 'AUTOGRAD_BACKWAR
 export class AutogradError extends TensorbusError {
   declare readonly code: AutogradErrorCode;
   constructor(code: AutogradErrorCode, message: string, options: TensorbusErrorOptions = {}) {
+    super(code, message, options);
+  }
+}
+
+/**
+ * Codes of {@link StreamError}. `STREAM_LIMIT_EXCEEDED`: a peer reached its
+ * bound of open streams on a worker (`peerLimits.streamsPerPeer`);
+ * `STREAM_LEASE_EXPIRED`: a consumer that is not a member returned no credit
+ * within `peerLimits.leaseMs`, and the producer stopped.
+ */
+export type StreamErrorCode = 'STREAM_LIMIT_EXCEEDED' | 'STREAM_LEASE_EXPIRED';
+
+/** A stream was refused, or its producer stopped, because of a bound on what a peer may hold on a worker. */
+export class StreamError extends TensorbusError {
+  declare readonly code: StreamErrorCode;
+  constructor(code: StreamErrorCode, message: string, options: TensorbusErrorOptions = {}) {
     super(code, message, options);
   }
 }

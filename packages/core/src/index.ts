@@ -51,6 +51,7 @@ export {
   ShutdownError,
   RRefError,
   AutogradError,
+  StreamError,
   InvalidArgumentError,
   DuplicateWorkerError,
   PermissionDeniedError,
@@ -58,4 +59,4 @@ export {
   TransportError,
   GatewayError,
 } from './errors.js';
-export type { ErrorCode, RRefErrorCode, AutogradErrorCode, GatewayErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';
+export type { ErrorCode, RRefErrorCode, AutogradErrorCode, StreamErrorCode, GatewayErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';

@@ -33,6 +33,7 @@ import {
 } from '@tensorbus/core';
 import { abortError, holdPayload, letGoPinned, type HeldPayload } from '@tensorbus/core/internal';
 import { beaconHost } from './beacon/beacon-host.js';
+import { importedFrom } from './request-origin.js';
 import type { BeaconConnectionOptions } from './beacon/beacon-protocol.js';
 import { DEFAULT_CHUNK_TIMEOUT_MS, HEADROOM } from './chunks/chunk-protocol.js';
 import { isAnnouncement, readAnnouncement, receiveChunked, sendPull } from './chunks/chunk-receiver.js';
@@ -191,6 +192,7 @@ export class NatsTransport implements Transport {
         subject: msg.subject.slice(strip),
         data,
         reply,
+        origin: importedFrom(msg),
         respond: (answer) => {
           if (!reply || this.closed) return false;
           try {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PermissionDeniedError } from '@tensorbus/core';
 import { natsTransport, startNatsServer } from '../src/index.js';
+import { connectRawNats, natsHeaders } from '../src/testing/index.js';
 
 /** Two accounts: SVC exports the service `svc.echo`; APP imports it and nothing else. */
 const accountsConfig = `accounts {
@@ -59,5 +60,27 @@ test('nats - a request crosses accounts through a service import, and its reply 
   t.is((app as unknown as { directStats: { calls: number } }).directStats.calls, 0);
   // What SVC does not export does not exist in APP's account: nobody answers there.
   await t.throwsAsync(app.request('svc.private', new Uint8Array([1]), { timeoutMs: 2_000 }), { code: 'WORKER_UNAVAILABLE' });
+  await Promise.all([svc.close(), app.close()]);
+});
+
+test('nats - a request through a service import carries its account as origin; one from the own account carries none, whatever header it forges', async (t) => {
+  const server = await startNatsServer({ configFile: writeConfig(accountsConfig), env });
+  t.teardown(() => server.stop());
+  const svc = await natsTransport({ servers: server.url, user: 'svc', pass: 'svc-secret' });
+  const app = await natsTransport({ servers: server.url, user: 'app', pass: 'app-secret' });
+  const origins: Array<string | undefined> = [];
+  svc.subscribe('svc.echo', (m) => {
+    origins.push(m.origin);
+    m.respond(m.data);
+  });
+  await svc.flush();
+  await app.request('svc.echo', new Uint8Array([1]), { timeoutMs: 5_000 });
+  // A client of SVC itself writes the header nats-server sets on imported requests: it is not believed.
+  const raw = await connectRawNats({ servers: server.url, user: 'svc', pass: 'svc-secret' });
+  const forged = natsHeaders();
+  forged.set('Nats-Request-Info', '{"acc":"APP"}');
+  await raw.request('svc.echo', new Uint8Array([2]), { timeout: 5_000, headers: forged });
+  t.deepEqual(origins, ['account:APP', undefined]);
+  await raw.close();
   await Promise.all([svc.close(), app.close()]);
 });

@@ -8,6 +8,8 @@
 export interface CallerIdentity {
   name: string;
   verified: boolean;
+  /** Where the transport vouches the call came from (`InboundMessage.origin`: another NATS account), if it does. */
+  origin?: string;
 }
 
 /** Metadata travelling with each call; protocols add their own keys. */

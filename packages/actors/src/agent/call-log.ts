@@ -26,6 +26,7 @@ const REFUSALS = new Set([
   'RREF_RELEASED',
   'AUTOGRAD_LIMIT_EXCEEDED',
   'AUTOGRAD_CONTEXT_NOT_FOUND',
+  'STREAM_LIMIT_EXCEEDED',
 ]);
 
 /** True when `error` refuses the call (see {@link REFUSALS}): answered, never logged. */

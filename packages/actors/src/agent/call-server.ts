@@ -120,7 +120,7 @@ export class CallServer {
         decoded = arrived ? arrived.decoder.result() : defaultCodec.decodePayload(message.payload ?? message.data, { host: this.host, peer: undefined, received });
         request = parseRequest(decoded);
         context = { host: this.host, peer: request.meta.from };
-        caller = { name: request.meta.from, verified: this.auth.check(request.meta.from, request.kind, request.fn, request.meta.auth) };
+        caller = { name: request.meta.from, verified: this.auth.check(request.meta.from, request.kind, request.fn, request.meta.auth), origin: message.origin };
         // Only a caller that showed who it is counts as that member for shutdown's barrier.
         if (caller.verified) this.receivedFrom[caller.name] = (this.receivedFrom[caller.name] ?? 0) + 1;
       } catch (error) {
@@ -183,7 +183,7 @@ export class CallServer {
         this.startStream(request, produce, caller, ended);
         result = null;
       } else {
-        const run = () => callScope.run({ host: this.host, caller: caller.name, verified: caller.verified, meta: request.meta }, async () => produce());
+        const run = () => callScope.run({ host: this.host, caller: caller.name, verified: caller.verified, origin: caller.origin, meta: request.meta }, async () => produce());
         let wrapped = this.wrappers.reduce<() => Promise<unknown>>((inner, wrapper) => () => wrapper(request.meta, inner, request.args, caller), run);
         if (observing.on) wrapped = (observed = observeServe(this.host, request.fn, request.meta, caller.verified, message, wrapped)).run;
         if (entry.tidy) made = new CallTensors();

@@ -85,6 +85,8 @@ export interface CallScope {
    * a reason to change membership, and state it makes is not that member's.
    */
   verified: boolean;
+  /** Where the transport vouches the call came from (another NATS account), if it does: see accountableName in peer-limits.ts. */
+  origin?: string;
   /** Metadata that came with the call (protocol extensions put theirs here). */
   meta: CallMeta;
 }

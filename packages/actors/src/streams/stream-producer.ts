@@ -1,11 +1,22 @@
 /**
  * The callee's side of streams: pulls an AsyncIterable (or buffers an
  * Observable, boundedly) and publishes items as credit allows.
+ *
+ * What a stream holds here (its arguments, its function's own state and
+ * tensors) is bounded as the other state peers make: each peer may have
+ * `peerLimits.streamsPerPeer` streams open here (counted as in
+ * peer-limits.ts accountableName: an unverified caller by its account, not
+ * the name it claims); a stream of a member stops when the member leaves or
+ * fails; a stream of anyone else stops once it waited `peerLimits.leaseMs`
+ * for credit its consumer did not send (its lease). A request that came
+ * through another NATS account's import is refused: neither its items nor
+ * its credit can cross the account boundary.
  * @module
  */
 import { isObservable, type Observable, type Subscription } from 'rxjs';
-import { defaultCodec, SerializationError, type Transport } from '@tensorbus/core';
+import { defaultCodec, PermissionDeniedError, SerializationError, StreamError, type Transport } from '@tensorbus/core';
 import { errorToWire, remoteErrorFrom } from '@tensorbus/core/internal';
+import { accountableName, PeerCounter } from '../peer-limits.js';
 import { disposeTransient } from '../tensors.js';
 import type { CallerIdentity } from '../agent/call-context.js';
 import { callScope, type AgentHost } from '../agent/host.js';
@@ -18,7 +29,11 @@ interface Producer {
   /** The stream was opened by a verified caller: only that caller, shown, may grant credit or cancel. */
   verified: boolean;
   credit: number;
+  /** When its consumer was last heard from (the opening, credit), ms since the epoch: an unverified one's lease runs from there. */
+  heardAt: number;
   cancelled: boolean;
+  /** Why it stopped, when its consumer is to be told (its lease ran out). */
+  failure: Error | undefined;
   wake: (() => void) | undefined;
   stop: () => void;
 }
@@ -26,6 +41,8 @@ interface Producer {
 /** Runs the streams this worker produces. */
 export class StreamProducers {
   private readonly producers = new Map<string, Producer>();
+  /** Open streams per peer (accountableName). */
+  private readonly perPeer = new PeerCounter();
 
   private readonly transport: Transport;
   private readonly worker: string;
@@ -42,15 +59,31 @@ export class StreamProducers {
     return this.producers.size;
   }
 
-  /** Starts producing for an accepted STREAM request; `ended` runs once it is over, however it ends. */
+  /**
+   * Starts producing for an accepted STREAM request; `ended` runs once it is
+   * over, however it ends (also when it is refused).
+   * @throws PermissionDeniedError for a request from another NATS account;
+   *   StreamError 'STREAM_LIMIT_EXCEEDED' past the caller's `streamsPerPeer`.
+   */
   start(request: CallRequest, produce: () => unknown, caller: CallerIdentity, ended?: () => void): void {
+    const peer = this.admit(caller, ended);
     const open = request.open!;
     const key = streamKey(request.meta.from, open.id);
-    const producer: Producer = { caller: request.meta.from, verified: caller.verified, credit: open.credit, cancelled: false, wake: undefined, stop: () => undefined };
+    const producer: Producer = {
+      caller: request.meta.from,
+      verified: caller.verified,
+      credit: open.credit,
+      heardAt: Date.now(),
+      cancelled: false,
+      failure: undefined,
+      wake: undefined,
+      stop: () => undefined,
+    };
     producer.stop = () => {
       producer.cancelled = true;
       producer.wake?.();
     };
+    this.perPeer.add(peer, 1);
     this.producers.set(key, producer);
     let seq = 0;
     const publish = (frame: unknown[]) => this.transport.publish(open.subject, defaultCodec.encode(frame, { host: this.host, peer: producer.caller }));
@@ -68,13 +101,14 @@ export class StreamProducers {
           disposeTransient(item);
         }
         producer.credit--;
-        while (producer.credit <= 0 && !producer.cancelled) await new Promise<void>((resolve) => (producer.wake = resolve));
+        while (producer.credit <= 0 && !producer.cancelled) await this.creditOrLease(producer);
         if (producer.cancelled) break;
       }
-      if (!producer.cancelled) publish([END, seq]);
+      if (producer.failure) publish([FAIL, seq, errorToWire(producer.failure)]);
+      else if (!producer.cancelled) publish([END, seq]);
     };
     callScope
-      .run({ host: this.host, caller: caller.name, verified: caller.verified, meta: request.meta }, run)
+      .run({ host: this.host, caller: caller.name, verified: caller.verified, origin: caller.origin, meta: request.meta }, run)
       .catch((error: unknown) => {
         if (producer.cancelled) return;
         const wire = error instanceof SerializationError ? errorToWire(error) : remoteErrorFrom(this.worker, error);
@@ -87,6 +121,7 @@ export class StreamProducers {
       .finally(() => {
         disposeTransient(request.args);
         this.producers.delete(key);
+        this.perPeer.add(peer, -1);
         ended?.();
       });
   }
@@ -101,6 +136,43 @@ export class StreamProducers {
     for (const producer of this.producers.values()) producer.stop();
   }
 
+  /** The name `caller`'s stream counts against, if it may open one; else runs `ended` and throws. */
+  private admit(caller: CallerIdentity, ended: (() => void) | undefined): string {
+    const peer = accountableName({ caller: caller.name, verified: caller.verified, origin: caller.origin });
+    const limit = this.host.options.peerLimits.streamsPerPeer;
+    let refusal: Error | undefined;
+    if (caller.origin !== undefined) {
+      refusal = new PermissionDeniedError(`worker '${this.worker}' streams only within its own NATS account: this request came through an import (${caller.origin}), which the stream's items and credit cannot cross; use calls`);
+    } else if (this.perPeer.get(peer) >= limit) {
+      refusal = new StreamError('STREAM_LIMIT_EXCEEDED', `'${caller.name}' has ${limit} streams open on worker '${this.worker}' (peerLimits.streamsPerPeer): end some first`);
+    }
+    if (refusal === undefined) return peer;
+    ended?.();
+    throw refusal;
+  }
+
+  /**
+   * Waits until credit comes or the stream is stopped. A consumer that is not
+   * a verified member has until `leaseMs` after it was last heard from: then
+   * the stream stops, and the consumer is told so with STREAM_LEASE_EXPIRED.
+   */
+  private creditOrLease(producer: Producer): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let lease: NodeJS.Timeout | undefined;
+      producer.wake = () => {
+        clearTimeout(lease);
+        resolve();
+      };
+      if (producer.verified) return;
+      const { leaseMs } = this.host.options.peerLimits;
+      lease = setTimeout(() => {
+        producer.failure = new StreamError('STREAM_LEASE_EXPIRED', `worker '${this.worker}' stopped a stream of '${producer.caller}': no credit from its consumer for ${leaseMs} ms (peerLimits.leaseMs)`);
+        producer.stop();
+      }, Math.max(0, producer.heardAt + leaseMs - Date.now()));
+      lease.unref();
+    });
+  }
+
   /** The stream `message` is about, if its sender may steer it. */
   private find(message: ControlMessage, sender: CallerIdentity | undefined): Producer | undefined {
     if (typeof message.caller !== 'string' || typeof message.id !== 'number') return undefined;
@@ -113,6 +185,7 @@ export class StreamProducers {
     const producer = this.find(message, sender);
     if (!producer || !Number.isSafeInteger(message.n) || !((message.n as number) > 0) || (message.n as number) > MAX_STREAM_CREDIT) return;
     producer.credit += message.n as number;
+    producer.heardAt = Date.now();
     const wake = producer.wake;
     producer.wake = undefined;
     wake?.();

@@ -184,6 +184,14 @@ export interface InboundMessage {
   /** Set when the sender waits for an answer. */
   readonly reply?: string;
   /**
+   * Where the message came from, as far as the transport can vouch for it
+   * (never the sender's own claim): `account:<name>` for a request that
+   * reached this account through another NATS account's service import
+   * (nats-server names the importing account). Undefined when the transport
+   * vouches for nothing beyond "from this worker's own account or process".
+   */
+  readonly origin?: string;
+  /**
    * The message as its sender made it, when that was deferred bytes of this
    * same process (the in-process transport): decode it with
    * `codec.decodePayload` to share its tensors instead of copying them. `data`
