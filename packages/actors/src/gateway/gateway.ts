@@ -30,7 +30,8 @@ export async function launchGateway(options: GatewayOptions = {}): Promise<Gatew
   const auth = new Authenticator(resolved.auth, new Set(Object.keys(resolved.identities)));
   const agents = await IdentityAgents.start(resolved.name, resolved.identities, resolved.connect ?? natsConnector(resolved), resolved.callTimeoutMs);
   const inFlight = new Map<string, number>();
-  const limits = { maxHandlesPerClient: resolved.limits.maxHandlesPerClient, maxClients: resolved.limits.maxClients, idleMs: resolved.handleIdleMs };
+  const { maxHandlesPerClient, maxHandlesPerIdentity, maxClients } = resolved.limits;
+  const limits = { maxHandlesPerClient, maxHandlesPerIdentity, maxClients, idleMs: resolved.handleIdleMs };
   const handles = new HandleTable(limits, (client) => inFlight.has(client));
   const parts: GatewayParts = { options: resolved, auth, agents, handles, listings: new Listings(), inFlight };
   const handler = (request: Parameters<typeof serve>[1], response: Parameters<typeof serve>[2]) => void serve(parts, request, response);

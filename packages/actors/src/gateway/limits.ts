@@ -20,10 +20,19 @@ export interface GatewayLimits {
   maxInFlightPerClient: number;
   /** RRef handles one client may hold (default 1,024). */
   maxHandlesPerClient: number;
+  /**
+   * RRef handles the clients of one identity may hold together (default
+   * 8,192): they share one agent, which each worker bounds as one peer
+   * (`peerLimits.rrefsPerPeer`, 10,000), so no crowd of clients (each 127/8
+   * address is one) uses up that bound for the others.
+   */
+  maxHandlesPerIdentity: number;
   /** Clients whose handles or requests the gateway keeps state for at once (default 10,000). */
   maxClients: number;
   /** Calls one `system.multicall` may hold (default 256). */
   maxMulticall: number;
+  /** Longest response the gateway writes, bytes of XML; a larger result is refused before it is encoded (default 64 MiB). */
+  maxResultBytes: number;
 }
 
 /** The defaults (see {@link GatewayLimits}). */
@@ -34,8 +43,10 @@ export const DEFAULT_GATEWAY_LIMITS: Readonly<GatewayLimits> = Object.freeze({
   maxTensorBytes: 16 * 1024 * 1024,
   maxInFlightPerClient: 8,
   maxHandlesPerClient: 1024,
+  maxHandlesPerIdentity: 8192,
   maxClients: 10_000,
   maxMulticall: 256,
+  maxResultBytes: 64 * 1024 * 1024,
 });
 
 /** `limits` over the defaults; throws InvalidArgumentError on a value that is not a positive integer. */

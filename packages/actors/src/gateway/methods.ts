@@ -43,6 +43,9 @@ const SYSTEM_HELP: Record<string, string> = {
   'rref.release': 'rref.release(handle): lets go of the reference; the handle is no longer valid',
 };
 
+/** A method name `rref.call` passes on: a JavaScript identifier. */
+const METHOD = /^[A-Za-z_$][A-Za-z0-9_$]{0,127}$/;
+
 /** Runs `methodName` with `params`. */
 export async function dispatch(methodName: string, params: unknown[], ctx: RequestContext, inMulticall = false): Promise<unknown> {
   switch (methodName) {
@@ -64,7 +67,10 @@ export async function dispatch(methodName: string, params: unknown[], ctx: Reque
       const args = params[2] ?? [];
       if (!Array.isArray(args)) throw new InvalidArgumentError('rref.call(handle, method, args): args must be an array');
       ctx.worker = rref.ownerName();
-      return withRetry(ctx.retry, () => (rref.rpcSync({ timeoutMs: ctx.timeoutMs }) as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!(...args), ctx.retries);
+      // The proxy has no function for the names that would make it a promise or a class ('then', 'constructor', ...).
+      const call = METHOD.test(method) ? (rref.rpcSync({ timeoutMs: ctx.timeoutMs }) as Record<string, unknown>)[method] : undefined;
+      if (typeof call !== 'function') throw new UnknownFunctionError(`the value of this handle has no method ${JSON.stringify(method.slice(0, 60))} callable through the gateway`);
+      return withRetry(ctx.retry, () => (call as (...a: unknown[]) => Promise<unknown>)(...args), ctx.retries);
     }
     case 'rref.release':
       ctx.worker = ctx.handles.get(ctx.client, params[0]).ownerName();

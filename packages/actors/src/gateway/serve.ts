@@ -21,7 +21,8 @@ import { dispatch, type RequestContext } from './methods.js';
 import type { ResolvedGatewayOptions } from './options.js';
 import { formatRecord, type RequestRecord } from './request-log.js';
 import { RequestBudget } from './values-in.js';
-import { faultXml, responseXml } from './values-out.js';
+import { faultXml, forEachRRef, responseXml } from './values-out.js';
+import type { RRef } from '../rref/rref.js';
 
 /** Paths that take calls: `/RPC2` (Python's default) and `/`. */
 const PATHS = new Set(['/RPC2', '/']);
@@ -122,21 +123,25 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
     } finally {
       record.worker = ctx.worker;
     }
-    const adopted: string[] = [];
+    const adopted = new Map<RRef<unknown>, string>();
     let xml: string;
     try {
       xml = responseXml(result, {
         allowNil: parts.options.allowNil,
         maxDepth: limits.maxDepth,
         handleOf: (rref) => {
-          const handle = parts.handles.adopt(client, rref);
-          adopted.push(handle);
+          const handle = parts.handles.adopt(client, principal.identity, rref);
+          adopted.set(rref, handle);
           return handle;
         },
-      });
+      }, limits.maxResultBytes);
     } catch (error) {
-      // The client never sees these handles: let their references go now.
-      for (const handle of adopted) void parts.handles.release(client, handle).catch(() => undefined);
+      // The client never sees these handles, nor the RRefs past the value that failed: let every reference go now.
+      forEachRRef(result, (rref) => {
+        const handle = adopted.get(rref);
+        const released = handle === undefined ? rref.release() : parts.handles.release(client, handle);
+        void released.catch(() => undefined);
+      });
       throw error;
     }
     record.outcome = ctx.innerFaults > 0 ? `ok (${ctx.innerFaults} of the multicall faulted)` : 'ok';
@@ -159,6 +164,6 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
 /** Answers with the fault `error` makes (naming the worker the request reached, if any) and logs it as the outcome. */
 function replyFault(response: ServerResponse, record: RequestRecord, error: unknown): void {
   const fault = faultOf(error, record.worker);
-  record.outcome = `fault ${fault.faultCode} ${fault.code}`;
+  record.outcome = `fault ${fault.faultCode} ${fault.code}${fault.detail === undefined ? '' : ` ${JSON.stringify(fault.detail)}`}`;
   reply(response, faultXml(fault));
 }
