@@ -68,3 +68,13 @@ test('cli - tensorbus gateway --auth takes basic users and identities from a JSO
   t.regex(gw.stdout(), /clients must authenticate/);
   t.deepEqual(await python(gw.url.replace('http://', 'http://ops:pw@'), 'call', 'w1.gw.echo', ['1']), { ok: 1 });
 });
+
+test('cli - tensorbus gateway --auth with "jwt": null, or nothing configured, exits with an error instead of serving anyone on 0.0.0.0', async (t) => {
+  const { url, namespace } = await group(t);
+  const dir = mkdtempSync(join(tmpdir(), 'tb-gw-cli-'));
+  for (const [file, content] of [['null-jwt.json', { jwt: null, identities: { main: {} } }], ['empty.json', { identities: { main: {} } }]] as const) {
+    writeFileSync(join(dir, file), JSON.stringify(content));
+    const error = await t.throwsAsync(startCli(['--namespace', namespace, '--port', '0', '--host', '0.0.0.0', '--nats', url, '--auth', join(dir, file)]));
+    t.regex(error!.message, /exited with [1-9]\d*: .*(auth\.jwt must be an object|auth configures no basic user and no JWT)/s, file);
+  }
+});

@@ -4,6 +4,7 @@
  * HTTP posts of hand-written bodies.
  */
 import { execFile } from 'node:child_process';
+import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Transport } from '@tensorbus/core';
@@ -46,6 +47,21 @@ export async function python(url: string, scenario: string, arg?: string, extra:
 export async function post(url: string, body: string | Uint8Array, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
   const response = await fetch(url, { method: 'POST', body: typeof body === 'string' ? body : new Blob([new Uint8Array(body)]), headers: { 'content-type': 'text/xml', ...headers } });
   return { status: response.status, text: await response.text() };
+}
+
+/** POSTs `body` to `url` from the loopback address `from` (e.g. 127.0.0.2: another anonymous client), over a fresh connection. */
+export function postFrom(url: string, body: string, from: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', localAddress: from, agent: false, headers: { 'content-type': 'text/xml', 'content-length': String(Buffer.byteLength(body)), ...headers } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** The faultCode in a fault response, or undefined when it is not one. */

@@ -17,7 +17,7 @@ import { natsTransport } from '@tensorbus/nats-transport';
 import { startNatsServer } from '@tensorbus/nats-transport/testing';
 import { FAULT_CODES, initRpc, startGateway, type RpcAgent } from '../src/index.js';
 import { NO_RREFS, rrefsReleased, transportKinds, eventually } from './helpers.js';
-import { callBody, faultCodeOf, post, python, workerAndGateway } from './gateway-helpers.js';
+import { callBody, faultCodeOf, post, postFrom, python, workerAndGateway } from './gateway-helpers.js';
 
 const basicAuth = { basic: { alice: { password: 'alice-pw', identity: 'team' }, bob: { password: 'bob-pw', identity: 'team' } } };
 const withUser = (url: string, user: string, password: string) => url.replace('http://', `http://${user}:${password}@`).replace('https://', `https://${user}:${password}@`);
@@ -48,6 +48,55 @@ for (const kind of transportKinds()) {
     t.deepEqual(await python(gateway.url, 'call', 'w1.gw.echo', ['3'], { XMLRPC_BEARER: await token({ tensorbus_identity: 'team' }, '-1m') }), { http: 401 });
     t.deepEqual(await python(gateway.url, 'call', 'w1.gw.echo', ['3'], { XMLRPC_BEARER: await token({ tensorbus_identity: 'root' }) }), { http: 401 });
     t.deepEqual(await python(gateway.url, 'call', 'w1.gw.echo', ['3']), { http: 401 });
+  });
+
+  test(`${kind.name} - gateway auth - a JWT without exp, or signed with another algorithm than the configured one (HS512 for HS256), is refused`, async (t) => {
+    const secret = 'a-long-shared-secret-for-hs256-tokens!-and-long-enough-for-hs512-too-0123456789';
+    const key = new TextEncoder().encode(secret);
+    const sign = (alg: string, expires: boolean) => {
+      const jwt = new SignJWT({ tensorbus_identity: 'team' }).setProtectedHeader({ alg }).setSubject('carol');
+      return (expires ? jwt.setExpirationTime('5m') : jwt).sign(key);
+    };
+    const { gateway } = await workerAndGateway(t, kind, { auth: { jwt: { secret } }, identities: { team: {} } });
+    const call = async (token: string) => (await post(gateway.url, callBody('w1.gw.echo', '<value><int>5</int></value>'), { authorization: `Bearer ${token}` })).status;
+    t.is(await call(await sign('HS256', true)), 200);
+    t.is(await call(await sign('HS256', false)), 401, 'no exp: a token valid forever');
+    t.is(await call(await sign('HS512', true)), 401, 'an algorithm the gateway did not configure');
+    const pinned = await workerAndGateway(t, kind, { auth: { jwt: { secret, algorithms: ['HS512'] } }, identities: { team: {} } });
+    t.is((await post(pinned.gateway.url, callBody('w1.gw.echo', '<value><int>5</int></value>'), { authorization: `Bearer ${await sign('HS512', true)}` })).status, 200);
+    t.is((await post(pinned.gateway.url, callBody('w1.gw.echo', '<value><int>5</int></value>'), { authorization: `Bearer ${await sign('HS256', true)}` })).status, 401);
+    await t.throwsAsync(startGateway({ port: 0, connect: () => kind.create(), auth: { jwt: { secret, algorithms: ['RS256'] } }, identities: { team: {} }, logger: null }), { instanceOf: InvalidArgumentError });
+  });
+
+  test(`${kind.name} - gateway handles - a token of another identity naming the same subject cannot use the handles of that subject`, async (t) => {
+    const secret = 'a-long-shared-secret-for-hs256-tokens!';
+    const key = new TextEncoder().encode(secret);
+    const token = (identity: string) => new SignJWT({ tensorbus_identity: identity }).setProtectedHeader({ alg: 'HS256' }).setSubject('trainers').setExpirationTime('5m').sign(key);
+    const { gateway, workers } = await workerAndGateway(t, kind, { auth: { jwt: { secret } }, identities: { trainers: {}, viewers: {} } });
+    const trainers = { authorization: `Bearer ${await token('trainers')}` };
+    const viewers = { authorization: `Bearer ${await token('viewers')}` };
+    const made = await post(gateway.url, callBody('w1.gw.Counter', '<value><int>1</int></value>'), trainers);
+    const handle = /<string>(rref-[^<]+)<\/string>/.exec(made.text)![1]!;
+    const inc = callBody('rref.call', `<value>${handle}</value>`, '<value>inc</value>', '<value><array><data><value><int>1</int></value></data></array></value>');
+    t.is(faultCodeOf((await post(gateway.url, inc, viewers)).text), FAULT_CODES.GATEWAY_UNKNOWN_HANDLE);
+    t.regex((await post(gateway.url, inc, trainers)).text, /<int>2<\/int>/, 'the value was not touched through the viewers identity');
+    t.is(gateway.handleCount('jwt:trainers/trainers'), 1);
+    await post(gateway.url, callBody('rref.release', `<value>${handle}</value>`), trainers);
+    await rrefsReleased(workers);
+    t.pass();
+  });
+
+  test(`${kind.name} - gateway handles - the handles of one identity are bounded across its clients (each 127/8 address is one); other clients still call`, async (t) => {
+    const { gateway, workers } = await workerAndGateway(t, kind, { limits: { maxHandlesPerClient: 3, maxHandlesPerIdentity: 7 } });
+    const codes: Array<number | undefined> = [];
+    for (let client = 2; client <= 5; client++) {
+      for (let i = 0; i < 3; i++) codes.push(faultCodeOf((await postFrom(gateway.url, callBody('w1.gw.Counter', '<value><int>0</int></value>'), `127.0.0.${client}`)).text));
+    }
+    const limited = FAULT_CODES.GATEWAY_LIMIT_EXCEEDED;
+    t.deepEqual(codes, [undefined, undefined, undefined, undefined, undefined, undefined, undefined, limited, limited, limited, limited, limited]);
+    await eventually(() => workers[0]!.rrefStats().owners === 7);
+    t.is(workers[0]!.rrefStats().owners, 7, 'the refused RRefs were released on their owner');
+    t.regex((await postFrom(gateway.url, callBody('w1.gw.echo', '<value><int>9</int></value>'), '127.0.0.6')).text, /<int>9<\/int>/);
   });
 
   test(`${kind.name} - gateway auth - a bearer JWT is verified against a JWKS URL`, async (t) => {
@@ -117,6 +166,13 @@ for (const kind of transportKinds()) {
     t.is(workers[0]!.rrefStats().owners, 2);
   });
 }
+
+test('gateway auth - auth given that configures nothing ("jwt": null, no users) is refused at start', async (t) => {
+  const connect = () => transportKinds()[0]!.create();
+  for (const auth of [{ jwt: null }, {}, { basic: {} }, { basic: null, jwt: null }]) {
+    await t.throwsAsync(startGateway({ port: 0, host: '127.0.0.1', connect, auth: auth as never, identities: { team: {} }, logger: null }), { instanceOf: InvalidArgumentError, message: /auth/ }, JSON.stringify(auth));
+  }
+});
 
 test('gateway auth - without auth a non-loopback address is refused at start, and the start line says loopback only', async (t) => {
   await t.throwsAsync(startGateway({ host: '0.0.0.0', port: 0, connect: () => transportKinds()[0]!.create() }), { instanceOf: InvalidArgumentError, message: /loopback/ });

@@ -37,7 +37,7 @@ export async function gateway(args: GatewayArgs): Promise<number> {
     nats: args.nats,
     name: args.name,
     tls: args.tlsCert !== undefined && args.tlsKey !== undefined ? { cert: readFileSync(args.tlsCert), key: readFileSync(args.tlsKey) } : undefined,
-    // An auth file without users or JWT configures no auth: resolveGatewayOptions decides that.
+    // An auth file without users or JWT configures nothing: resolveGatewayOptions refuses it.
     auth: auth && { basic: auth.basic, jwt: auth.jwt },
     identities: auth?.identities,
   });

@@ -31,7 +31,11 @@ export interface JwtAuth {
   issuer?: string;
   /** Required `aud`. */
   audience?: string;
-  /** Accepted algorithms (default: what the key allows). */
+  /**
+   * Accepted algorithms; a token signed with another is refused. Default: one
+   * per key, HS256 for a secret, RS256, PS256, ES256/384/512 or EdDSA by the
+   * public key's type; for a JWKS the asymmetric ones (never HMAC).
+   */
   algorithms?: string[];
   /** The claim naming the NATS identity (default `tensorbus_identity`). */
   identityClaim?: string;
@@ -46,7 +50,11 @@ export interface GatewayAuth {
 
 /** Who a request is from. */
 export interface Principal {
-  /** The client, for its handles and in-flight count: `basic:<user>`, `jwt:<sub>` or `anonymous:<address>`. */
+  /**
+   * The client, for its handles and in-flight count: `basic:<user>`,
+   * `jwt:<identity>/<sub>` (a token's subject counts only within its
+   * identity) or `anonymous:<address>`.
+   */
   client: string;
   /** The NATS identity its calls go through. */
   identity: string;
@@ -61,6 +69,7 @@ const MAX_TOKEN = 8192;
 export class Authenticator {
   private readonly users = new Map<string, { digest: Buffer; identity: string }>();
   private readonly key: KeyObject | JWTVerifyGetKey | undefined;
+  private readonly algorithms: string[] = [];
 
   constructor(private readonly auth: GatewayAuth | undefined, private readonly identities: ReadonlySet<string>) {
     for (const [user, entry] of Object.entries(auth?.basic ?? {})) {
@@ -73,6 +82,7 @@ export class Authenticator {
       const given = [jwt.secret, jwt.publicKey, jwt.jwksUrl].filter((k) => k !== undefined).length;
       if (given !== 1) throw new InvalidArgumentError('jwt auth needs exactly one of secret, publicKey, jwksUrl');
       this.key = jwt.secret !== undefined ? createSecretKey(Buffer.from(jwt.secret)) : jwt.publicKey !== undefined ? createPublicKey(jwt.publicKey) : createRemoteJWKSet(new URL(jwt.jwksUrl!));
+      this.algorithms = pinnedAlgorithms(jwt, this.key);
     }
   }
 
@@ -109,7 +119,8 @@ export class Authenticator {
     const jwt = this.auth!.jwt!;
     let payload: Record<string, unknown>;
     try {
-      const options = { issuer: jwt.issuer, audience: jwt.audience, algorithms: jwt.algorithms };
+      // A token must expire, and be signed with an algorithm this gateway configured.
+      const options = { issuer: jwt.issuer, audience: jwt.audience, algorithms: this.algorithms, requiredClaims: ['exp'] };
       const key = this.key!;
       // Two calls, not one: jose types a key and a key getter as separate overloads.
       ({ payload } = typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options));
@@ -120,8 +131,33 @@ export class Authenticator {
     const identity = payload[jwt.identityClaim ?? 'tensorbus_identity'];
     if (typeof identity !== 'string' || !this.identities.has(identity)) throw unauthorized('the token names no configured identity');
     const subject = typeof payload.sub === 'string' ? payload.sub.slice(0, 200) : identity;
-    return { client: `jwt:${subject}`, identity };
+    // Keyed by identity too: a token of another identity naming the same subject is another client.
+    return { client: `jwt:${identity}/${subject}`, identity };
   }
+}
+
+const HMAC = ['HS256', 'HS384', 'HS512'];
+const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+const EC_ALGORITHM: Record<string, string> = { prime256v1: 'ES256', secp384r1: 'ES384', secp521r1: 'ES512' };
+
+/** The algorithms tokens may be signed with: the configured ones (checked against the key's kind), else the key's own. */
+function pinnedAlgorithms(jwt: JwtAuth, key: KeyObject | JWTVerifyGetKey): string[] {
+  const allowed = jwt.secret !== undefined ? HMAC : ASYMMETRIC;
+  if (jwt.algorithms !== undefined) {
+    if (!Array.isArray(jwt.algorithms) || jwt.algorithms.length === 0 || !jwt.algorithms.every((a) => allowed.includes(a))) {
+      throw new InvalidArgumentError(`jwt.algorithms must be a non-empty list of ${jwt.secret !== undefined ? 'HMAC algorithms (HS256, HS384, HS512) for a secret' : `public-key algorithms (${ASYMMETRIC.join(', ')})`}`);
+    }
+    return [...jwt.algorithms];
+  }
+  if (jwt.secret !== undefined) return ['HS256'];
+  if (typeof key === 'function') return ASYMMETRIC;
+  const type = key.asymmetricKeyType;
+  if (type === 'rsa') return ['RS256'];
+  if (type === 'rsa-pss') return ['PS256'];
+  if (type === 'ed25519') return ['EdDSA'];
+  const curve = type === 'ec' ? EC_ALGORITHM[key.asymmetricKeyDetails?.namedCurve ?? ''] : undefined;
+  if (curve === undefined) throw new InvalidArgumentError(`jwt.publicKey is a ${type ?? 'unknown'} key: give jwt.algorithms`);
+  return [curve];
 }
 
 function digest(text: string): Buffer {

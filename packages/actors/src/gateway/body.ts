@@ -1,14 +1,19 @@
 /**
  * Reading a request body within its limit: a declared length past the limit
  * is refused before a byte is read, and an undeclared (chunked) one as soon
- * as the bytes read pass it, so a body is never buffered beyond the limit.
+ * as the bytes read pass it, so a body is never buffered beyond the limit;
+ * a body that takes longer than its time is refused too (a slow client holds
+ * a connection, never a slot).
  * @module
  */
 import type { IncomingMessage } from 'node:http';
 import { GatewayError } from '@tensorbus/core';
 
-/** The body of `request`, at most `maxBytes`; GATEWAY_LIMIT_EXCEEDED past it, GATEWAY_BAD_REQUEST for a compressed one. */
-export function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
+/**
+ * The body of `request`, at most `maxBytes`, all of it within `timeoutMs`;
+ * GATEWAY_LIMIT_EXCEEDED past either, GATEWAY_BAD_REQUEST for a compressed one.
+ */
+export function readBody(request: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<Buffer> {
   const tooLarge = () => new GatewayError('GATEWAY_LIMIT_EXCEEDED', `the request body is larger than ${maxBytes} bytes`);
   const encoding = request.headers['content-encoding'];
   if (encoding !== undefined && encoding !== 'identity') return Promise.reject(new GatewayError('GATEWAY_BAD_REQUEST', 'compressed request bodies are not accepted'));
@@ -18,9 +23,11 @@ export function readBody(request: IncomingMessage, maxBytes: number): Promise<Bu
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
+    const timer = setTimeout(() => finish(new GatewayError('GATEWAY_LIMIT_EXCEEDED', `the request body did not arrive within ${timeoutMs} ms`)), timeoutMs);
     const finish = (error: Error | undefined) => {
       if (done) return;
       done = true;
+      clearTimeout(timer);
       request.off('data', onData);
       if (error) {
         // Stop reading: what else comes is dropped, not kept.

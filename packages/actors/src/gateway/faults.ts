@@ -1,7 +1,9 @@
 /**
  * XML-RPC faults: one stable `faultCode` per tensorbus error code (the table
  * of docs/gateway.md), decided by the error's `code`, never its message. The
- * `faultString` names the worker and the cause.
+ * `faultString` names the worker and the cause; an error that is not a
+ * tensorbus error (a bug of the gateway) is only named INTERNAL, its text
+ * kept for the gateway's log.
  * @module
  */
 import { RemoteError, TensorbusError, type ErrorCode } from '@tensorbus/core';
@@ -48,6 +50,8 @@ export interface Fault {
   faultString: string;
   /** The tensorbus code it stands for (for the log), or 'INTERNAL'. */
   code: string;
+  /** What went wrong inside the gateway, for its log only (never sent: it may quote the gateway's code). */
+  detail?: string;
 }
 
 /**
@@ -61,8 +65,8 @@ export function faultOf(error: unknown, worker: string | undefined): Fault {
     const where = error instanceof RemoteError ? ` (worker '${error.worker}')` : worker !== undefined ? ` (worker '${worker}')` : '';
     return { faultCode, faultString: clip(`${error.code}${where}: ${error.message}`), code: error.code };
   }
-  const message = describeError(error);
-  return { faultCode: INTERNAL_FAULT, faultString: clip(`INTERNAL${worker !== undefined ? ` (worker '${worker}')` : ''}: ${message}`), code: 'INTERNAL' };
+  const where = worker !== undefined ? ` (worker '${worker}')` : '';
+  return { faultCode: INTERNAL_FAULT, faultString: `INTERNAL${where}: the gateway failed to serve this call (its log says why)`, code: 'INTERNAL', detail: describeError(error) };
 }
 
 function clip(text: string): string {

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Authenticator } from './auth.js';
 import { HandleTable } from './handles.js';
 import { IdentityAgents, type IdentityConnector } from './identities.js';
+import { boundConnections } from './connections.js';
 import { Listings } from './listings.js';
 import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './options.js';
 import { serve, type GatewayParts } from './serve.js';
@@ -30,13 +31,15 @@ export async function launchGateway(options: GatewayOptions = {}): Promise<Gatew
   const auth = new Authenticator(resolved.auth, new Set(Object.keys(resolved.identities)));
   const agents = await IdentityAgents.start(resolved.name, resolved.identities, resolved.connect ?? natsConnector(resolved), resolved.callTimeoutMs);
   const inFlight = new Map<string, number>();
-  const limits = { maxHandlesPerClient: resolved.limits.maxHandlesPerClient, maxClients: resolved.limits.maxClients, idleMs: resolved.handleIdleMs };
+  const { maxHandlesPerClient, maxHandlesPerIdentity, maxClients } = resolved.limits;
+  const limits = { maxHandlesPerClient, maxHandlesPerIdentity, maxClients, idleMs: resolved.handleIdleMs };
   const handles = new HandleTable(limits, (client) => inFlight.has(client));
   const parts: GatewayParts = { options: resolved, auth, agents, handles, listings: new Listings(), inFlight };
   const handler = (request: Parameters<typeof serve>[1], response: Parameters<typeof serve>[2]) => void serve(parts, request, response);
-  const server: Server = resolved.tls ? createHttpsServer({ cert: resolved.tls.cert, key: resolved.tls.key }, handler) : createHttpServer(handler);
-  // A client that opens connections and sends nothing holds them only this long.
-  server.headersTimeout = 10_000;
+  // Header timeouts are checked this often (Node's default, 30 s, would let a silent connection stay three times too long).
+  const checking = { connectionsCheckingInterval: Math.max(100, Math.min(1_000, resolved.limits.headersTimeoutMs / 4)) };
+  const server: Server = resolved.tls ? createHttpsServer({ cert: resolved.tls.cert, key: resolved.tls.key, ...checking }, handler) : createHttpServer(checking, handler);
+  boundConnections(server, resolved.limits);
   server.requestTimeout = Math.max(30_000, resolved.callTimeoutMs + 10_000);
   server.on('clientError', (_error, socket) => socket.destroy());
   try {

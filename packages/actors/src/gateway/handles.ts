@@ -2,7 +2,8 @@
  * The RRefs the gateway holds for its clients, behind opaque handles. A
  * handle is 144 random bits, valid only for the client that got it (another
  * client naming it is told it does not exist, as for a made-up one), bounded
- * per client and in clients, and released when its client has been idle for
+ * per client, per identity (all its clients share one agent, which the
+ * workers bound as one peer) and in clients, and released when its client has been idle for
  * `idleMs`: a client that vanished pins nothing on the workers for longer.
  * @module
  */
@@ -14,6 +15,7 @@ import type { RRef } from '../rref/rref.js';
 const HANDLE_PATTERN = /^rref-[A-Za-z0-9_-]{24}$/;
 
 interface ClientHandles {
+  identity: string;
   handles: Map<string, RRef<unknown>>;
   lastSeen: number;
 }
@@ -21,6 +23,8 @@ interface ClientHandles {
 /** Bounds of a {@link HandleTable}. */
 export interface HandleLimits {
   maxHandlesPerClient: number;
+  /** Handles all the clients of one identity may hold together. */
+  maxHandlesPerIdentity: number;
   maxClients: number;
   /** A client silent this long loses its handles, ms. */
   idleMs: number;
@@ -29,6 +33,8 @@ export interface HandleLimits {
 /** RRef handles by client. */
 export class HandleTable {
   private readonly clients = new Map<string, ClientHandles>();
+  /** Handles held by the clients of each identity. */
+  private readonly byIdentity = new Map<string, number>();
   private readonly sweeper: NodeJS.Timeout;
 
   /**
@@ -50,23 +56,34 @@ export class HandleTable {
   }
 
   /**
-   * A new handle of `client` for `rref`. Past the client's bound (or the
-   * table's, in clients) the RRef is released and GATEWAY_LIMIT_EXCEEDED thrown.
+   * A new handle of `client` (of `identity`) for `rref`. Past the client's
+   * bound, its identity's, or the table's in clients, the RRef is released
+   * and GATEWAY_LIMIT_EXCEEDED thrown.
    */
-  adopt(client: string, rref: RRef<unknown>): string {
-    let state = this.clients.get(client);
-    if (!state) {
-      if (this.clients.size >= this.limits.maxClients) return this.refuse(rref, `the gateway holds handles for ${this.limits.maxClients} clients already`);
-      state = { handles: new Map(), lastSeen: this.now() };
-      this.clients.set(client, state);
-    }
-    if (state.handles.size >= this.limits.maxHandlesPerClient) {
+  adopt(client: string, identity: string, rref: RRef<unknown>): string {
+    const state = this.clients.get(client);
+    if (!state && this.clients.size >= this.limits.maxClients) return this.refuse(rref, `the gateway holds handles for ${this.limits.maxClients} clients already`);
+    if ((state?.handles.size ?? 0) >= this.limits.maxHandlesPerClient) {
       return this.refuse(rref, `this client holds ${this.limits.maxHandlesPerClient} RRef handles already: release some with rref.release(handle)`);
     }
+    const held = this.byIdentity.get(identity) ?? 0;
+    if (held >= this.limits.maxHandlesPerIdentity) {
+      return this.refuse(rref, `the clients of identity '${identity}' hold ${this.limits.maxHandlesPerIdentity} RRef handles already: release some with rref.release(handle)`);
+    }
     const handle = `rref-${randomBytes(18).toString('base64url')}`;
-    state.handles.set(handle, rref);
-    state.lastSeen = this.now();
+    const target = state ?? { identity, handles: new Map(), lastSeen: this.now() };
+    this.clients.set(client, target);
+    target.handles.set(handle, rref);
+    target.lastSeen = this.now();
+    this.byIdentity.set(identity, held + 1);
     return handle;
+  }
+
+  /** Forgets `count` handles of `identity`'s clients. */
+  private dropped(identity: string, count: number): void {
+    const left = (this.byIdentity.get(identity) ?? 0) - count;
+    if (left > 0) this.byIdentity.set(identity, left);
+    else this.byIdentity.delete(identity);
   }
 
   private refuse(rref: RRef<unknown>, why: string): never {
@@ -86,6 +103,7 @@ export class HandleTable {
     const rref = this.get(client, handle);
     const state = this.clients.get(client)!;
     state.handles.delete(handle as string);
+    this.dropped(state.identity, 1);
     if (state.handles.size === 0) this.clients.delete(client);
     await rref.release();
   }
@@ -101,6 +119,7 @@ export class HandleTable {
     for (const [client, state] of this.clients) {
       if (state.lastSeen > cutoff || this.busy(client)) continue;
       this.clients.delete(client);
+      this.dropped(state.identity, state.handles.size);
       for (const rref of state.handles.values()) void rref.release().catch(() => undefined);
     }
   }
@@ -110,6 +129,7 @@ export class HandleTable {
     clearInterval(this.sweeper);
     const all = [...this.clients.values()].flatMap((state) => [...state.handles.values()]);
     this.clients.clear();
+    this.byIdentity.clear();
     await Promise.all(all.map((rref) => rref.release().catch(() => undefined)));
   }
 }

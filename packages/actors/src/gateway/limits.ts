@@ -10,32 +10,55 @@ import { InvalidArgumentError } from '@tensorbus/core';
 export interface GatewayLimits {
   /** Largest request body, bytes; counted while it is read (default 8 MiB). */
   maxBodyBytes: number;
+  /** Time a request body may take to arrive, ms (default 10,000). */
+  bodyTimeoutMs: number;
   /** Deepest nesting of arrays and structs in a call or a result (default 32). */
   maxDepth: number;
   /** Most values (scalars, arrays, structs, members) in one request (default 100,000). */
   maxValues: number;
   /** Most tensor bytes one request may carry in its arguments (default 16 MiB). */
   maxTensorBytes: number;
-  /** Requests one client may have in flight at once (default 8). */
+  /** Requests one client may have in flight at once (default 8); a slot is taken once the body is read, and given back when the client goes away. */
   maxInFlightPerClient: number;
   /** RRef handles one client may hold (default 1,024). */
   maxHandlesPerClient: number;
+  /**
+   * RRef handles the clients of one identity may hold together (default
+   * 8,192): they share one agent, which each worker bounds as one peer
+   * (`peerLimits.rrefsPerPeer`, 10,000), so no crowd of clients (each 127/8
+   * address is one) uses up that bound for the others.
+   */
+  maxHandlesPerIdentity: number;
   /** Clients whose handles or requests the gateway keeps state for at once (default 10,000). */
   maxClients: number;
+  /** Open connections in all (default 512). */
+  maxConnections: number;
+  /** Open connections from one client address (default 64); those past it are closed at once. */
+  maxConnectionsPerAddress: number;
+  /** Time a connection may take to send its request headers, ms (default 10,000); then it is closed. */
+  headersTimeoutMs: number;
   /** Calls one `system.multicall` may hold (default 256). */
   maxMulticall: number;
+  /** Longest response the gateway writes, bytes of XML; a larger result is refused before it is encoded (default 64 MiB). */
+  maxResultBytes: number;
 }
 
 /** The defaults (see {@link GatewayLimits}). */
 export const DEFAULT_GATEWAY_LIMITS: Readonly<GatewayLimits> = Object.freeze({
   maxBodyBytes: 8 * 1024 * 1024,
+  bodyTimeoutMs: 10_000,
   maxDepth: 32,
   maxValues: 100_000,
   maxTensorBytes: 16 * 1024 * 1024,
   maxInFlightPerClient: 8,
   maxHandlesPerClient: 1024,
+  maxHandlesPerIdentity: 8192,
   maxClients: 10_000,
+  maxConnections: 512,
+  maxConnectionsPerAddress: 64,
+  headersTimeoutMs: 10_000,
   maxMulticall: 256,
+  maxResultBytes: 64 * 1024 * 1024,
 });
 
 /** `limits` over the defaults; throws InvalidArgumentError on a value that is not a positive integer. */

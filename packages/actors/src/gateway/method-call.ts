@@ -25,8 +25,11 @@ const ENVELOPE_TAGS = 4;
  *   InvalidArgumentError for a value of the wrong form.
  */
 export function readMethodCall(body: Uint8Array, budget: RequestBudget): MethodCall {
-  // Arrays and structs take 3 tags a level (value, array|struct, data|member).
-  const root = parseXml(bodyText(body), ENVELOPE_TAGS + 3 * (budget.limits.maxDepth + 1));
+  const { maxDepth, maxValues } = budget.limits;
+  // Arrays and structs take 3 tags a level (value, array|struct, data|member). A value takes at most
+  // 4 elements (param, value, its type, and array's data or a member's name), so a body of more
+  // elements holds more than maxValues values: refused before it is parsed.
+  const root = parseXml(bodyText(body), { maxTags: ENVELOPE_TAGS + 3 * (maxDepth + 1), maxElements: ENVELOPE_TAGS + 4 * maxValues });
   if (root.tag !== 'methodCall') throw new GatewayError('GATEWAY_BAD_REQUEST', `the root element is <${root.tag.slice(0, 40)}>, expected <methodCall>`);
   const parts = elements(root.children);
   const name = parts.find((p) => p.tag === 'methodName');

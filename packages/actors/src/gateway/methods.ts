@@ -25,6 +25,8 @@ export interface RequestContext {
   own: IdentityAgents;
   budget: RequestBudget;
   timeoutMs: number;
+  /** Aborted when the client goes away: its calls are cancelled. */
+  signal: AbortSignal;
   retry: RetryPolicy;
   /** The worker the request went to (for the log), once known. */
   worker?: string;
@@ -43,6 +45,9 @@ const SYSTEM_HELP: Record<string, string> = {
   'rref.release': 'rref.release(handle): lets go of the reference; the handle is no longer valid',
 };
 
+/** A method name `rref.call` passes on: a JavaScript identifier. */
+const METHOD = /^[A-Za-z_$][A-Za-z0-9_$]{0,127}$/;
+
 /** Runs `methodName` with `params`. */
 export async function dispatch(methodName: string, params: unknown[], ctx: RequestContext, inMulticall = false): Promise<unknown> {
   switch (methodName) {
@@ -56,7 +61,7 @@ export async function dispatch(methodName: string, params: unknown[], ctx: Reque
     case 'rref.toHere': {
       const rref = ctx.handles.get(ctx.client, params[0]);
       ctx.worker = rref.ownerName();
-      return rref.toHere({ timeoutMs: ctx.timeoutMs });
+      return rref.toHere({ timeoutMs: ctx.timeoutMs, signal: ctx.signal });
     }
     case 'rref.call': {
       const rref = ctx.handles.get(ctx.client, params[0]);
@@ -64,7 +69,10 @@ export async function dispatch(methodName: string, params: unknown[], ctx: Reque
       const args = params[2] ?? [];
       if (!Array.isArray(args)) throw new InvalidArgumentError('rref.call(handle, method, args): args must be an array');
       ctx.worker = rref.ownerName();
-      return withRetry(ctx.retry, () => (rref.rpcSync({ timeoutMs: ctx.timeoutMs }) as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!(...args), ctx.retries);
+      // The proxy has no function for the names that would make it a promise or a class ('then', 'constructor', ...).
+      const call = METHOD.test(method) ? (rref.rpcSync({ timeoutMs: ctx.timeoutMs, signal: ctx.signal }) as Record<string, unknown>)[method] : undefined;
+      if (typeof call !== 'function') throw new UnknownFunctionError(`the value of this handle has no method ${JSON.stringify(method.slice(0, 60))} callable through the gateway`);
+      return withRetry(ctx.retry, () => (call as (...a: unknown[]) => Promise<unknown>)(...args), ctx.retries);
     }
     case 'rref.release':
       ctx.worker = ctx.handles.get(ctx.client, params[0]).ownerName();
@@ -100,14 +108,14 @@ async function callWorker(methodName: string, params: unknown[], ctx: RequestCon
   ctx.worker = worker;
   if (fn.startsWith('tf.')) {
     if (!tfOpByName(fn)) throw new UnknownFunctionError(`worker '${worker}' has no function '${fn}'`);
-    return withRetry(ctx.retry, () => ctx.agent.rpcSync(worker, fn, params as [], { timeoutMs: ctx.timeoutMs }), ctx.retries);
+    return withRetry(ctx.retry, () => ctx.agent.rpcSync(worker, fn, params as [], { timeoutMs: ctx.timeoutMs, signal: ctx.signal }), ctx.retries);
   }
   const listing = await withRetry(ctx.retry, () => ctx.listings.of(ctx.agent, worker, ctx.timeoutMs), ctx.retries);
   if (listing.entries.get(fn)?.kind === 'class') {
     // remote() returns at once; a failed construction surfaces at the handle's first use (RREF_CREATION_FAILED), as in PyTorch.
     return ctx.agent.remote(worker, fn, params as []);
   }
-  return withRetry(ctx.retry, () => ctx.agent.rpcSync(worker, fn, params as [], { timeoutMs: ctx.timeoutMs }), ctx.retries);
+  return withRetry(ctx.retry, () => ctx.agent.rpcSync(worker, fn, params as [], { timeoutMs: ctx.timeoutMs, signal: ctx.signal }), ctx.retries);
 }
 
 async function listMethods(ctx: RequestContext): Promise<string[]> {
@@ -145,6 +153,8 @@ async function multicall(calls: unknown, ctx: RequestContext): Promise<unknown[]
   const results: unknown[] = [];
   // In order, one after another: a later call may use what an earlier one made (as Python's MultiCall expects).
   for (const call of calls) {
+    // The client went away: the rest of its calls are not made.
+    if (ctx.signal.aborted) break;
     const { methodName, params } = (call ?? {}) as { methodName?: unknown; params?: unknown };
     const inner: RequestContext = { ...ctx, worker: undefined };
     try {

@@ -80,9 +80,27 @@ function nonNegative(label: string, value: number | undefined, fallback: number)
   return value;
 }
 
-/** Applies defaults; throws InvalidArgumentError on a bad option (auth without identities, no auth on a non-loopback address, ...). */
+const isObject = (value: unknown): value is object => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * True when `auth` configures basic users or JWT verification; false when it
+ * is not given. Auth that is given but configures nothing (`{}`, `"jwt":
+ * null`, no users) is an InvalidArgumentError: it would serve anyone.
+ */
+function authConfigured(auth: GatewayAuth | undefined): boolean {
+  if (auth === undefined) return false;
+  if (!isObject(auth)) throw new InvalidArgumentError('auth must be an object { basic?, jwt? }');
+  if (auth.basic !== undefined && !isObject(auth.basic)) throw new InvalidArgumentError('auth.basic must be an object of users { name: { password, identity } }');
+  if (auth.jwt !== undefined && !isObject(auth.jwt)) throw new InvalidArgumentError('auth.jwt must be an object { secret | publicKey | jwksUrl, ... }');
+  if (Object.keys(auth.basic ?? {}).length === 0 && auth.jwt === undefined) {
+    throw new InvalidArgumentError('auth configures no basic user and no JWT verification: give one, or leave auth out to serve anonymous clients on loopback only');
+  }
+  return true;
+}
+
+/** Applies defaults; throws InvalidArgumentError on a bad option (auth without identities, auth that configures nothing, no auth on a non-loopback address, ...). */
 export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayOptions {
-  const authGiven = Object.keys(options.auth?.basic ?? {}).length > 0 || options.auth?.jwt !== undefined;
+  const authGiven = authConfigured(options.auth);
   const host = options.host ?? '127.0.0.1';
   if (!authGiven && !isLoopback(host)) {
     throw new InvalidArgumentError(`without auth the gateway listens on loopback only, not '${host}': configure basic users or JWT verification (auth) to accept other hosts`);

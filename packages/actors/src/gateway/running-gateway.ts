@@ -14,7 +14,7 @@ export interface Gateway {
   readonly authenticated: boolean;
   /** Worker names of the gateway's agents, one per identity. */
   agentNames(): string[];
-  /** RRef handles `client` holds (`basic:<user>`, `jwt:<sub>`, `anonymous:<address>`). */
+  /** RRef handles `client` holds (`basic:<user>`, `jwt:<identity>/<sub>`, `anonymous:<address>`). */
   handleCount(client: string): number;
   /** Stops listening, releases every handle, and stops the agents. */
   close(): Promise<void>;

@@ -1,6 +1,7 @@
 /**
- * Serving one HTTP request: path and method, credentials, the client's
- * requests in flight, the body within its limit, the call, the response, one
+ * Serving one HTTP request: path and method, Host, Origin and Content-Type,
+ * credentials, the body within its size and time, the client's requests in
+ * flight, the call (cancelled if the client goes away), the response, one
  * log line. Whatever a request holds, nothing it sends makes this throw: every
  * failure becomes an HTTP refusal (wrong path or method, credentials) or an
  * XML-RPC fault.
@@ -20,8 +21,10 @@ import { readMethodCall } from './method-call.js';
 import { dispatch, type RequestContext } from './methods.js';
 import type { ResolvedGatewayOptions } from './options.js';
 import { formatRecord, type RequestRecord } from './request-log.js';
+import { refusalOf } from './request-guards.js';
 import { RequestBudget } from './values-in.js';
-import { faultXml, responseXml } from './values-out.js';
+import { faultXml, forEachRRef, responseXml } from './values-out.js';
+import type { RRef } from '../rref/rref.js';
 
 /** Paths that take calls: `/RPC2` (Python's default) and `/`. */
 const PATHS = new Set(['/RPC2', '/']);
@@ -61,6 +64,11 @@ export async function serve(parts: GatewayParts, request: IncomingMessage, respo
       record.outcome = 'refused 405';
       return refuse(response, 405, 'XML-RPC calls are POSTed to /RPC2', { allow: 'POST' });
     }
+    const refusal = refusalOf(request, parts.options.host, !parts.auth.required, parts.options.tls ? 'https' : 'http');
+    if (refusal !== undefined) {
+      record.outcome = `refused ${refusal.status}`;
+      return refuse(response, refusal.status, refusal.why);
+    }
     let principal: Principal;
     try {
       principal = await parts.auth.authenticate(request);
@@ -80,31 +88,57 @@ export async function serve(parts: GatewayParts, request: IncomingMessage, respo
   }
 }
 
+/**
+ * Takes one of `client`'s in-flight slots; GATEWAY_LIMIT_EXCEEDED when it has
+ * none left, or the gateway serves `maxClients` already. Resolves with what
+ * gives the slot back (once, however often it is called).
+ */
+function takeSlot(parts: GatewayParts, client: string): () => void {
+  const { limits } = parts.options;
+  const count = parts.inFlight.get(client) ?? 0;
+  if (count >= limits.maxInFlightPerClient) {
+    throw new GatewayError('GATEWAY_LIMIT_EXCEEDED', `this client has ${limits.maxInFlightPerClient} requests in flight already: wait for their answers`);
+  }
+  if (count === 0 && parts.inFlight.size >= limits.maxClients) {
+    throw new GatewayError('GATEWAY_LIMIT_EXCEEDED', `the gateway serves ${limits.maxClients} clients at once already: try again shortly`);
+  }
+  parts.inFlight.set(client, count + 1);
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    const left = (parts.inFlight.get(client) ?? 1) - 1;
+    if (left > 0) parts.inFlight.set(client, left);
+    else parts.inFlight.delete(client);
+    // Idle time counts from the end of a client's last request.
+    parts.handles.touch(client);
+  };
+}
+
 async function serveCall(parts: GatewayParts, principal: Principal, request: IncomingMessage, response: ServerResponse, record: RequestRecord): Promise<void> {
   const { limits } = parts.options;
   const { client } = principal;
-  const count = parts.inFlight.get(client) ?? 0;
-  const tooMany = count >= limits.maxInFlightPerClient
-    ? `this client has ${limits.maxInFlightPerClient} requests in flight already: wait for their answers`
-    : count === 0 && parts.inFlight.size >= limits.maxClients
-      ? `the gateway serves ${limits.maxClients} clients at once already: try again shortly`
-      : undefined;
-  if (tooMany !== undefined) {
-    response.setHeader('connection', 'close');
-    request.resume();
-    return replyFault(response, record, new GatewayError('GATEWAY_LIMIT_EXCEEDED', tooMany));
-  }
-  parts.inFlight.set(client, count + 1);
   const budget = new RequestBudget(limits);
   const retries = { count: 0 };
+  // A client that goes away before its answer (its connection closed) cancels its calls and frees its slot at once.
+  const gone = new AbortController();
+  const onClose = () => {
+    if (!response.writableFinished) gone.abort();
+  };
+  response.once('close', onClose);
+  let giveBack: (() => void) | undefined;
   let result: unknown;
   try {
-    const body = await readBody(request, limits.maxBodyBytes).catch((error: unknown) => {
+    // The body first, within its size and time: a slow or abandoned body holds no slot.
+    const body = await readBody(request, limits.maxBodyBytes, limits.bodyTimeoutMs).catch((error: unknown) => {
       response.setHeader('connection', 'close');
       throw error;
     });
     const call = readMethodCall(body, budget);
     record.method = call.methodName;
+    if (gone.signal.aborted) throw gone.signal.reason;
+    giveBack = takeSlot(parts, client);
+    gone.signal.addEventListener('abort', giveBack, { once: true });
     const ctx: RequestContext = {
       agent: parts.agents.get(principal.identity),
       client,
@@ -113,6 +147,7 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
       own: parts.agents,
       budget,
       timeoutMs: parts.options.callTimeoutMs,
+      signal: gone.signal,
       retry: parts.options.retry,
       retries,
       innerFaults: 0,
@@ -122,34 +157,41 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
     } finally {
       record.worker = ctx.worker;
     }
-    const adopted: string[] = [];
+    if (gone.signal.aborted) throw gone.signal.reason;
+    const adopted = new Map<RRef<unknown>, string>();
     let xml: string;
     try {
       xml = responseXml(result, {
         allowNil: parts.options.allowNil,
         maxDepth: limits.maxDepth,
         handleOf: (rref) => {
-          const handle = parts.handles.adopt(client, rref);
-          adopted.push(handle);
+          const handle = parts.handles.adopt(client, principal.identity, rref);
+          adopted.set(rref, handle);
           return handle;
         },
-      });
+      }, limits.maxResultBytes);
     } catch (error) {
-      // The client never sees these handles: let their references go now.
-      for (const handle of adopted) void parts.handles.release(client, handle).catch(() => undefined);
+      // The client never sees these handles, nor the RRefs past the value that failed: let every reference go now.
+      forEachRRef(result, (rref) => {
+        const handle = adopted.get(rref);
+        const released = handle === undefined ? rref.release() : parts.handles.release(client, handle);
+        void released.catch(() => undefined);
+      });
       throw error;
     }
     record.outcome = ctx.innerFaults > 0 ? `ok (${ctx.innerFaults} of the multicall faulted)` : 'ok';
     reply(response, xml);
   } catch (error) {
-    replyFault(response, record, error);
+    if (!gone.signal.aborted) replyFault(response, record, error);
+    else {
+      record.outcome = 'abandoned (the client went away; its calls were cancelled)';
+      // Nobody takes what came back: its RRefs are let go.
+      forEachRRef(result, (rref) => void rref.release().catch(() => undefined));
+    }
   } finally {
+    response.off('close', onClose);
+    giveBack?.();
     record.retries = retries.count;
-    const left = (parts.inFlight.get(client) ?? 1) - 1;
-    if (left > 0) parts.inFlight.set(client, left);
-    else parts.inFlight.delete(client);
-    // Idle time counts from the end of a client's last request.
-    parts.handles.touch(client);
     // The tensors made from the arguments, and those that arrived in the result, are the gateway's: gone with the request.
     tf.dispose(budget.tensors);
     forEachTensor(result, (tensor) => tensor.dispose());
@@ -159,6 +201,6 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
 /** Answers with the fault `error` makes (naming the worker the request reached, if any) and logs it as the outcome. */
 function replyFault(response: ServerResponse, record: RequestRecord, error: unknown): void {
   const fault = faultOf(error, record.worker);
-  record.outcome = `fault ${fault.faultCode} ${fault.code}`;
+  record.outcome = `fault ${fault.faultCode} ${fault.code}${fault.detail === undefined ? '' : ` ${JSON.stringify(fault.detail)}`}`;
   reply(response, faultXml(fault));
 }

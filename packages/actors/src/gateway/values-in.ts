@@ -46,7 +46,8 @@ export class RequestBudget {
 const TENSOR_DTYPES: ReadonlySet<string> = new Set(['float32', 'int32', 'bool']);
 
 const INT = /^[+-]?[0-9]{1,20}$/;
-const DOUBLE = /^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,4})?$/;
+/** One way to match each input (digits, then an optional fraction), so a failed match backtracks linearly, never quadratically. */
+const DOUBLE = /^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?$/;
 const SPECIAL_DOUBLES: Record<string, number> = { nan: NaN, inf: Infinity, '+inf': Infinity, '-inf': -Infinity, infinity: Infinity, '-infinity': -Infinity };
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 /** ISO 8601 as XML-RPC writes it: 19980717T14:08:55, with optional dashes, fraction and zone. */
@@ -160,6 +161,8 @@ function readStruct(children: readonly XmlNode[], budget: RequestBudget, depth: 
     const value = parts.find((p) => p.tag === 'value');
     if (parts.length !== 2 || !name || !value) bad('<member> must hold one <name> and one <value>');
     const key = textOf(name.children);
+    // The bus's codec (msgpackr) renames this key on decode, so it would not arrive as sent: refused rather than changed.
+    if (key === '__proto__') bad('a <struct> member named __proto__ cannot cross the bus: rename it');
     if (Object.prototype.hasOwnProperty.call(out, key)) bad(`<struct> names member ${JSON.stringify(key.slice(0, 60))} twice`);
     out[key] = readValue(value.children, budget, depth + 1);
   }

@@ -8,7 +8,7 @@
  * `<nil/>` (or a fault when nil is turned off).
  * @module
  */
-import { SerializationError, tf } from '@tensorbus/core';
+import { GatewayError, SerializationError, tf } from '@tensorbus/core';
 import { elementBytes, tensorBytes } from '@tensorbus/core/internal';
 import { RRef } from '../rref/rref.js';
 import type { Fault } from './faults.js';
@@ -21,6 +21,48 @@ export interface WriteOptions {
   maxDepth: number;
   /** Turns an RRef of the result into the handle the client gets. */
   handleOf(rref: RRef<unknown>): string;
+}
+
+/**
+ * The text of a response as it is written, bounded: past `maxChars` it
+ * throws GATEWAY_LIMIT_EXCEEDED, and base64 data is counted before it is
+ * encoded, so a large result is refused without ever being written out.
+ */
+export class XmlOut {
+  private readonly parts: string[] = [];
+  private chars = 0;
+
+  constructor(private readonly maxChars: number) {}
+
+  /** Counts `chars` more characters of the response; throws past the bound. */
+  private reserve(chars: number): void {
+    this.ensureRoom(chars);
+    this.chars += chars;
+  }
+
+  /** Throws when `chars` more characters would not fit. */
+  ensureRoom(chars: number): void {
+    if (this.chars + chars > this.maxChars) {
+      throw new GatewayError('GATEWAY_LIMIT_EXCEEDED', `the result is larger than the gateway sends (maxResultBytes ${this.maxChars}): ask for less, or for a handle (RRef) and parts of it`);
+    }
+  }
+
+  /** Appends `texts`, counted. */
+  push(...texts: string[]): void {
+    for (const text of texts) this.reserve(text.length);
+    this.parts.push(...texts);
+  }
+
+  /** Appends base64 of `bytes`, counted before it is encoded. */
+  pushBase64(bytes: Uint8Array): void {
+    this.reserve(4 * Math.ceil(bytes.byteLength / 3));
+    this.parts.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'));
+  }
+
+  /** The whole text. */
+  text(): string {
+    return this.parts.join('');
+  }
 }
 
 /** Characters XML 1.0 cannot carry, even escaped. */
@@ -37,24 +79,29 @@ function isoDate(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, '').replace(/-/g, '');
 }
 
-function writeNumber(n: number, out: string[]): void {
+function writeNumber(n: number, out: XmlOut): void {
   if (Number.isInteger(n) && n >= -(2 ** 31) && n <= 2 ** 31 - 1 && !Object.is(n, -0)) out.push('<int>', String(n), '</int>');
   else if (Number.isNaN(n)) out.push('<double>nan</double>');
   else if (!Number.isFinite(n)) out.push(n > 0 ? '<double>inf</double>' : '<double>-inf</double>');
   else out.push('<double>', String(n), '</double>');
 }
 
-function writeTensor(tensor: tf.Tensor, out: string[]): void {
+function writeTensor(tensor: tf.Tensor, out: XmlOut): void {
   const dtype = tensor.dtype;
   if (dtype !== 'float32' && dtype !== 'int32' && dtype !== 'bool') throw new SerializationError(`a ${dtype} tensor cannot cross the gateway (float32, int32 and bool do)`);
-  const bytes = tensorBytes(tensor, tensor.size * elementBytes(dtype)!);
+  const byteLength = tensor.size * elementBytes(dtype)!;
+  // Refused before the tensor's data is read, let alone encoded.
+  out.ensureRoom(4 * Math.ceil(byteLength / 3));
+  const bytes = tensorBytes(tensor, byteLength);
   out.push('<struct><member><name>dtype</name><value><string>', dtype, '</string></value></member><member><name>shape</name><value><array><data>');
   for (const d of tensor.shape) out.push('<value><int>', String(d), '</int></value>');
-  out.push('</data></array></value></member><member><name>data</name><value><base64>', Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'), '</base64></value></member></struct>');
+  out.push('</data></array></value></member><member><name>data</name><value><base64>');
+  out.pushBase64(bytes);
+  out.push('</base64></value></member></struct>');
 }
 
 /** Appends `<value>…</value>` for `value` to `out`. */
-export function writeValue(value: unknown, options: WriteOptions, out: string[], depth = 0): void {
+export function writeValue(value: unknown, options: WriteOptions, out: XmlOut, depth = 0): void {
   if (depth > options.maxDepth) throw new SerializationError(`the result nests deeper than ${options.maxDepth} levels`);
   out.push('<value>');
   if (value === null || value === undefined) {
@@ -68,7 +115,11 @@ export function writeValue(value: unknown, options: WriteOptions, out: string[],
     writeNumber(Number(value), out);
   } else if (value instanceof tf.Tensor) writeTensor(value, out);
   else if (value instanceof RRef) out.push('<string>', escapeXml(options.handleOf(value)), '</string>');
-  else if (value instanceof Uint8Array) out.push('<base64>', Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64'), '</base64>');
+  else if (value instanceof Uint8Array) {
+    out.push('<base64>');
+    out.pushBase64(value);
+    out.push('</base64>');
+  }
   else if (value instanceof Date) out.push('<dateTime.iso8601>', isoDate(value), '</dateTime.iso8601>');
   else if (Array.isArray(value) || ArrayBuffer.isView(value)) {
     out.push('<array><data>');
@@ -86,28 +137,44 @@ export function writeValue(value: unknown, options: WriteOptions, out: string[],
   out.push('</value>');
 }
 
-function writeMember(key: string, item: unknown, options: WriteOptions, out: string[], depth: number): void {
+function writeMember(key: string, item: unknown, options: WriteOptions, out: XmlOut, depth: number): void {
   out.push('<member><name>', escapeXml(key), '</name>');
   writeValue(item, options, out, depth + 1);
   out.push('</member>');
 }
 
+/** Calls `visit` for every RRef nested in `value` (arrays, plain objects, Maps), the same places {@link writeValue} looks. */
+export function forEachRRef(value: unknown, visit: (rref: RRef<unknown>) => void, depth = 0): void {
+  if (value === null || typeof value !== 'object' || depth > 512) return;
+  if (value instanceof RRef) visit(value);
+  else if (Array.isArray(value)) for (const item of value) forEachRRef(item, visit, depth + 1);
+  else if (value instanceof Map) for (const item of value.values()) forEachRRef(item, visit, depth + 1);
+  else if (!(value instanceof tf.Tensor) && !ArrayBuffer.isView(value) && !(value instanceof Date)) {
+    for (const item of Object.values(value)) forEachRRef(item, visit, depth + 1);
+  }
+}
+
 const HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n<methodResponse>';
 
-/** A `<methodResponse>` carrying `value`. */
-export function responseXml(value: unknown, options: WriteOptions): string {
-  const out = [HEAD, '<params><param>'];
+/**
+ * A `<methodResponse>` carrying `value`, at most `maxChars` long.
+ * @throws GatewayError 'GATEWAY_LIMIT_EXCEEDED' past it; SerializationError for a value XML-RPC cannot carry.
+ */
+export function responseXml(value: unknown, options: WriteOptions, maxChars: number): string {
+  const out = new XmlOut(maxChars);
+  out.push(HEAD, '<params><param>');
   writeValue(value, options, out);
   out.push('</param></params></methodResponse>\n');
-  return out.join('');
+  return out.text();
 }
 
 /** A `<methodResponse>` carrying `fault`. */
 export function faultXml(fault: Fault): string {
-  const out = [HEAD, '<fault>'];
+  const out = new XmlOut(Number.MAX_SAFE_INTEGER);
+  out.push(HEAD, '<fault>');
   writeValue({ faultCode: fault.faultCode, faultString: fault.faultString.replace(NOT_XML_GLOBAL, '\uFFFD') }, { allowNil: true, maxDepth: 2, handleOf: () => '' }, out);
   out.push('</fault></methodResponse>\n');
-  return out.join('');
+  return out.text();
 }
 
 const NOT_XML_GLOBAL = new RegExp(NOT_XML.source, 'g');

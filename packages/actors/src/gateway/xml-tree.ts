@@ -33,16 +33,24 @@ export function bodyText(body: Uint8Array): string {
   }
 }
 
+/** Bounds checked over the raw text before the validator and the parser run. */
+export interface ParseBounds {
+  /** Deepest element nesting accepted. */
+  maxTags: number;
+  /** Most elements accepted in the whole body. */
+  maxElements: number;
+}
+
 /**
  * The single root element of `text`.
- * @param maxTags - deepest element nesting accepted.
- * @throws GatewayError 'GATEWAY_BAD_REQUEST' for a DTD or entity declaration, XML that is not well formed, or not one root element.
+ * @throws GatewayError 'GATEWAY_BAD_REQUEST' for a DTD or entity declaration, XML that is not well formed, or not one root element;
+ *   'GATEWAY_LIMIT_EXCEEDED' past `bounds`, found in one linear pass before any parsing.
  */
-export function parseXml(text: string, maxTags: number): XmlElement {
+export function parseXml(text: string, bounds: ParseBounds): XmlElement {
   if (DECLARATIONS.test(text)) {
     throw new GatewayError('GATEWAY_BAD_REQUEST', 'the body declares a DTD or an entity (<!DOCTYPE, <!ENTITY): refused, the gateway expands and fetches nothing');
   }
-  checkDepth(text, maxTags);
+  prescan(text, bounds);
   const valid = XMLValidator.validate(text);
   if (valid !== true) {
     throw new GatewayError('GATEWAY_BAD_REQUEST', `the body is not well-formed XML: line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg.slice(0, 200)}`);
@@ -58,7 +66,7 @@ export function parseXml(text: string, maxTags: number): XmlElement {
       ignoreDeclaration: true,
       ignorePiTags: true,
       commentPropName: false,
-      maxNestedTags: maxTags + 2,
+      maxNestedTags: bounds.maxTags + 2,
     }).parse(text) as XmlNode[];
   } catch (error) {
     throw new GatewayError('GATEWAY_BAD_REQUEST', `the body could not be parsed: ${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'}`);
@@ -69,12 +77,14 @@ export function parseXml(text: string, maxTags: number): XmlElement {
 }
 
 /**
- * Throws GATEWAY_LIMIT_EXCEEDED when elements nest deeper than `maxTags`: one
- * linear pass over the tags (comments, CDATA and processing instructions
- * skipped), before the validator and the parser walk the body.
+ * Throws GATEWAY_LIMIT_EXCEEDED when elements nest deeper than
+ * `bounds.maxTags` or number more than `bounds.maxElements`: one linear pass
+ * over the tags (comments, CDATA and processing instructions skipped),
+ * before the validator and the parser spend anything on the body.
  */
-function checkDepth(text: string, maxTags: number): void {
+function prescan(text: string, bounds: ParseBounds): void {
   let depth = 0;
+  let count = 0;
   for (let at = text.indexOf('<'); at >= 0; at = text.indexOf('<', at + 1)) {
     const skip = text.startsWith('<!--', at) ? '-->' : text.startsWith('<![CDATA[', at) ? ']]>' : text.startsWith('<?', at) ? '?>' : undefined;
     if (skip) {
@@ -85,8 +95,11 @@ function checkDepth(text: string, maxTags: number): void {
     else {
       const end = text.indexOf('>', at);
       if (end < 0) return;
-      if (text[end - 1] !== '/' && ++depth > maxTags) {
-        throw new GatewayError('GATEWAY_LIMIT_EXCEEDED', `the request nests deeper than the gateway accepts (${maxTags} elements)`);
+      if (++count > bounds.maxElements) {
+        throw new GatewayError('GATEWAY_LIMIT_EXCEEDED', `the request holds more than ${bounds.maxElements} elements`);
+      }
+      if (text[end - 1] !== '/' && ++depth > bounds.maxTags) {
+        throw new GatewayError('GATEWAY_LIMIT_EXCEEDED', `the request nests deeper than the gateway accepts (${bounds.maxTags} elements)`);
       }
       at = end;
     }
