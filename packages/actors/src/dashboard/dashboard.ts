@@ -29,6 +29,9 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     get last() {
       return server.last;
     },
+    get listening() {
+      return server.listening;
+    },
     async close() {
       await server.close();
       await options.transport.close().catch(() => undefined);
