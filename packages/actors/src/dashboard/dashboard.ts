@@ -34,6 +34,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     },
     async close() {
       await server.close();
+      collector.close();
       await options.transport.close().catch(() => undefined);
     },
   };
