@@ -3,8 +3,9 @@
  * opens the page while a namespace of real worker processes runs, and the
  * test reads what the page shows as it updates live: the workers' names, a
  * call count that rises, a reported value, a worker's departure and another's
- * failure (killed). The
- * page's screenshot is kept (dist/test/dashboard.png). Without Chromium the
+ * failure (killed); axis labels of a worker without calls (0 and 1, never
+ * 1e-9); the workers table within a 1,400-pixel window. The page's
+ * screenshots are kept (dist/test/dashboard.png, dashboard-1400.png). Without Chromium the
  * test fails saying how to install it.
  */
 import test from 'ava';
@@ -23,6 +24,25 @@ test.after.always(stopProcessGroups);
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const screenshotPath = fileURLToPath(new URL('./dashboard.png', import.meta.url));
+const screenshot1400Path = fileURLToPath(new URL('./dashboard-1400.png', import.meta.url));
+
+/** Opens the page again in an iframe 1,400 px wide; resolves, once it shows three workers with stats, with the widths of its workers table, its page and its viewport. */
+const IN_1400_PX = `new Promise((resolve) => {
+  const frame = document.createElement('iframe');
+  frame.id = 'in-1400';
+  frame.style.cssText = 'width:1400px;height:700px;border:0;display:block';
+  frame.src = location.href;
+  frame.onload = () => {
+    const check = () => {
+      const d = frame.contentDocument;
+      const table = d.getElementById('workers-table');
+      if (table && table.querySelectorAll('tbody [data-field=calls]').length === 3) resolve({ table: table.scrollWidth, page: d.documentElement.scrollWidth, viewport: d.documentElement.clientWidth });
+      else setTimeout(check, 100);
+    };
+    check();
+  };
+  document.body.prepend(frame);
+})`;
 
 type Row = { worker: string; state: string; calls: string | null };
 const ROWS = `[...document.querySelectorAll('#workers-table tbody tr')].map((r) => ({ worker: r.dataset.worker, state: r.dataset.state, calls: r.querySelector('[data-field=calls]')?.textContent ?? null }))`;
@@ -57,6 +77,18 @@ test.serial('dashboard - in headless Chromium: shows the workers, a rising call 
     const rows = await until<Row[]>(page, ROWS, (r) => r.length === 3 && r.every((w) => w.state === 'up' && w.calls !== null), 'three workers up');
     t.deepEqual(rows.map((r) => r.worker), ['p0', 'p1', 'p2']);
     t.is(await page.evaluate<string>(`document.getElementById('count').dataset.up`), '3');
+    // p2 serves and makes no calls: its calls/s chart is all zeros, and its axis says 0 and 1, not 1e-9.
+    await until<number>(page, `document.querySelectorAll('#rates .card').length`, (n) => n === 3, 'three calls/s charts');
+    const ticks = await page.evaluate<string[]>(`[...document.querySelectorAll('#rates .tick, #learning .tick')].map((t) => t.textContent)`);
+    t.true(ticks.length >= 6, ticks.join(' '));
+    t.deepEqual(ticks.filter((label) => /e[-+]?\d/.test(label)), [], `axis labels: ${ticks.join(' ')}`);
+    // The page in a 1,400-pixel viewport (an iframe of that width: the driver's window is wider): the workers table fits.
+    const fit = await page.evaluate<{ table: number; page: number; viewport: number }>(`${IN_1400_PX}`);
+    t.true(fit.viewport > 1350 && fit.viewport <= 1400, `a viewport of ${fit.viewport} px (1,400 less a scroll bar)`);
+    t.true(fit.table <= 1400 && fit.table <= fit.viewport, `the workers table is ${fit.table} px wide in a 1,400-px window`);
+    t.true(fit.page <= fit.viewport, `the page is ${fit.page} px wide in a 1,400-px window`);
+    await page.screenshot(screenshot1400Path);
+    await page.evaluate(`document.getElementById('in-1400').remove(), true`);
     const calls = (r: Row[]) => Number(r.find((w) => w.worker === 'p1')!.calls);
     const before = calls(rows);
     const later = await until<Row[]>(page, ROWS, (r) => calls(r) > before + 20, 'the call count of p1 rising');

@@ -127,6 +127,17 @@ test.serial('launcher - starts N processes with names, ranks and an embedded ser
   }
 });
 
+test.serial('launcher - says which TensorFlow.js backend runs once per launch, in plain words, not once per worker', async (t) => {
+  const server = await sharedNatsServer();
+  const { code, err } = await runCli(['launch', '-n', '3', '--namespace', `said${process.pid}`, workerScript, '--leave'], { NATS_URL: server.url, TENSORBUS_QUIET: '' });
+  t.is(code, 0, err);
+  const said = err.split('\n').filter((line) => line.includes('TensorFlow.js runs on'));
+  t.is(said.length, 1, err);
+  t.regex(said[0]!, /^\[tensorbus\] TensorFlow\.js runs on (native TensorFlow|WebAssembly|plain JavaScript \(slow\)) \('(tensorflow|wasm|cpu)' backend\)/);
+  t.notRegex(said[0]!, /Cannot find package|imported from/, 'no module-loader message');
+  t.false(/TensorFlow\.js backend:/.test(err), 'the old line is not printed by any worker');
+});
+
 test.serial('launcher - a failing worker stops the rest and the launcher exits non-zero', async (t) => {
   const started = Date.now();
   const server = await sharedNatsServer();

@@ -11,6 +11,7 @@ import { controlSubject } from '../src/agent/subjects.js';
 import { observing } from '../src/observe/switch.js';
 import { hostOf } from '../src/agent/rpc-agent.js';
 import { OBSERVE } from '../src/observe/plugin.js';
+import { MEMBERSHIP } from '../src/membership/plugin.js';
 import { listWorkers, queryStats } from '../src/observe/stats-reader.js';
 import { REPLIES_PER_SECOND } from '../src/observe/stats-protocol.js';
 import { Counter, echo, fail } from './fixtures/functions.js';
@@ -18,6 +19,11 @@ import { observedFields } from './fixtures/observe-functions.js';
 import { eventually, newGroup, stopAll, transportKinds, type TransportKind } from './helpers.js';
 
 const running: RpcAgent[] = [];
+/** Worker `name` as a reader asks it: its name and the key its answers must be signed with. */
+const worker = (name: string) => {
+  const agent = [...running].reverse().find((a) => hostOf(a).name === name);
+  return { name, signKey: agent ? hostOf(agent).plugin(MEMBERSHIP).identity.signKey : 'unknown' };
+};
 const readers: Transport[] = [];
 test.after.always(async () => {
   await stopAll(running);
@@ -48,13 +54,13 @@ test.serial('observe - stats: nothing is measured before anyone asks; the first 
   for (let i = 0; i < 3; i++) await a!.rpcSync('s0b', echo, [i]);
   t.false(observing.on, 'no provider, no query: the call path is not observed');
   t.deepEqual(await a!.rpcSync('s0b', observedFields, []), { tc: null, prof: null }, 'an unobserved call carries nothing more');
-  const first = await queryStats(reader, 's0b');
+  const first = await queryStats(reader, worker('s0b'));
   t.truthy(first);
   t.is(served(first, 'test.echo'), undefined, 'the calls before the first query were not measured');
   t.true(observing.on && observing.stats, 'a query turns measuring on');
   for (let i = 0; i < 4; i++) await a!.rpcSync('s0b', echo, [i]);
   await new Promise((resolve) => setTimeout(resolve, 300));
-  const second = await queryStats(reader, 's0b');
+  const second = await queryStats(reader, worker('s0b'));
   t.is(served(second, 'test.echo')?.total, 4);
   await reader.close();
 });
@@ -89,14 +95,14 @@ for (const kind of transportKinds()) {
   test.serial(t('stats: a worker answers with its identity, backend, members, calls per function, errors by code, RRefs and contexts'), async (tt) => {
     const { agents, reader } = await group(kind, ['sa', 'sb', 'sc']);
     const [a, b] = agents as [RpcAgent, RpcAgent];
-    await queryStats(reader, 'sb');
+    await queryStats(reader, worker('sb'));
     for (let i = 0; i < 5; i++) await a.rpcSync('sb', echo, [i]);
     await tt.throwsAsync(a.rpcSync('sb', fail, ['stats']), { instanceOf: RemoteError });
     const counter = a.remote('sb', Counter, [0]);
     await counter.toHere();
     reportStat(b, 'loss', 0.25);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const s = await b.distAutograd.context(() => queryStats(reader, 'sb'));
+    const s = await b.distAutograd.context(() => queryStats(reader, worker('sb')));
     tt.truthy(s);
     tt.is(s!.name, 'sb');
     tt.is(s!.id, b.self.id);
@@ -113,7 +119,7 @@ for (const kind of transportKinds()) {
     tt.is(s!.rrefs.owned, 1);
     tt.is(s!.contexts, 1, 'the autograd context open on sb while it was asked');
     tt.is(s!.reported.loss, 0.25);
-    const sa = await queryStats(reader, 'sa');
+    const sa = await queryStats(reader, worker('sa'));
     tt.is(sa!.rrefs.used, 1);
     tt.is(sa!.made.find((f) => f.fn === 'test.echo')?.total, 5, 'the caller counts the calls it made');
     tt.is(sa!.routes.sb, kind.name === 'local' ? 'in-process' : sa!.routes.sb);
@@ -130,10 +136,10 @@ for (const kind of transportKinds()) {
     tt.deepEqual((await listWorkers(reader, 1_000)).map((w) => w.name).sort(), ['ea', 'eb', 'ec']);
     await c.shutdown();
     await eventually(() => a!.workers().length === 2);
-    const s = await queryStats(reader, 'ea');
+    const s = await queryStats(reader, worker('ea'));
     tt.truthy(s!.events.find((e) => e.kind === 'join' && e.worker === 'ec'), JSON.stringify(s!.events));
     tt.truthy(s!.events.find((e) => e.kind === 'leave' && e.worker === 'ec'));
-    tt.is(await queryStats(reader, 'ec', 60, 300), undefined, 'a worker that left does not answer');
+    tt.is(await queryStats(reader, worker('ec'), 60, 300), undefined, 'a worker that left does not answer');
     await reader.close();
   });
 
@@ -144,7 +150,7 @@ for (const kind of transportKinds()) {
     await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20));
     const first = Math.floor(Date.now() / 1000);
     const asked = 3 * REPLIES_PER_SECOND;
-    const answers = await Promise.all(Array.from({ length: asked }, () => queryStats(reader, 'rb', 60, 400)));
+    const answers = await Promise.all(Array.from({ length: asked }, () => queryStats(reader, worker('rb'), 60, 400)));
     const seconds = Math.floor(Date.now() / 1000) - first + 1;
     const answered = answers.filter(Boolean).length;
     tt.true(answered >= 1 && answered <= REPLIES_PER_SECOND * seconds, `${answered} answered in ${seconds} s`);
@@ -153,8 +159,8 @@ for (const kind of transportKinds()) {
     tt.true(dropped >= asked - REPLIES_PER_SECOND * seconds && dropped <= asked - answered, `${dropped} dropped and counted`);
     await new Promise((resolve) => setTimeout(resolve, 1100));
     for (const [w, expected] of [['x', 60], [-1, 60], [1e9, 60], [2.5, 60], [5, 5]] as const) {
-      const reply = await reader.request(controlSubject('rb'), defaultCodec.encode({ k: 'stats', w }), { timeoutMs: 2_000 });
-      tt.is(checkWorkerStats(defaultCodec.decode(reply))?.window, expected, `w: ${String(w)}`);
+      const reply = defaultCodec.decode(await reader.request(controlSubject('rb'), defaultCodec.encode({ k: 'stats', w }), { timeoutMs: 2_000 })) as { s: Uint8Array };
+      tt.is(checkWorkerStats(defaultCodec.decode(reply.s))?.window, expected, `w: ${String(w)}`);
     }
     tt.is(await a!.rpcSync('rb', echo, ['fine']), 'fine');
     await reader.close();

@@ -4,8 +4,10 @@
  * `@tensorflow/tfjs-node` (an optional peer) is used when it is installed and
  * loads; otherwise `@tensorflow/tfjs` on the WebAssembly backend; otherwise the
  * plain CPU backend. `TENSORBUS_BACKEND=tensorflow|wasm|cpu` forces a choice.
- * Which one is in use is logged once to stderr (silence it with
- * `TENSORBUS_QUIET=1`) and returned by {@link tensorBackend}.
+ * Which one is in use is said once to stderr (silence it with
+ * `TENSORBUS_QUIET=1`; a process started by `tensorbus launch`, which said it
+ * already, says it only when its own differs: {@link BACKEND_SAID_ENV}) and
+ * returned by {@link tensorBackend}.
  *
  * @example
  * ```ts
@@ -41,7 +43,8 @@ async function loadNode(): Promise<Loaded | string> {
     await tfNode.ready();
     return { tf: tfNode, backend: 'tensorflow', reason: '@tensorflow/tfjs-node loaded' };
   } catch (error) {
-    return `@tensorflow/tfjs-node is not available (${firstLine(error)})`;
+    const missing = (error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && firstLine(error).includes("'@tensorflow/tfjs-node'");
+    return missing ? '@tensorflow/tfjs-node is not installed' : `@tensorflow/tfjs-node did not load (${firstLine(error)})`;
   }
 }
 
@@ -113,8 +116,27 @@ async function load(): Promise<Loaded> {
 
 const loaded = await load();
 
-if (process.env.TENSORBUS_QUIET !== '1') {
-  process.stderr.write(`[tensorbus] TensorFlow.js backend: ${loaded.backend} (${loaded.reason})\n`);
+/** How the backends are named to a person. */
+const SPOKEN: Record<TensorBackendName, string> = {
+  tensorflow: 'native TensorFlow',
+  wasm: 'WebAssembly',
+  cpu: 'plain JavaScript (slow)',
+};
+
+/**
+ * Set by a process that said which backend it uses (`tensorbus launch`) for
+ * the processes it starts: one that ends on the same backend says nothing.
+ */
+export const BACKEND_SAID_ENV = 'TENSORBUS_BACKEND_SAID';
+
+/** The line that says which backend this process uses, and why. */
+function backendLine(): string {
+  const hint = loaded.reason.includes('tfjs-node is not installed') ? ' (`npm install @tensorflow/tfjs-node` for native speed)' : '';
+  return `[tensorbus] TensorFlow.js runs on ${SPOKEN[loaded.backend]} ('${loaded.backend}' backend)${loaded.reason ? `: ${loaded.reason}` : ''}${hint}`;
+}
+
+if (process.env.TENSORBUS_QUIET !== '1' && process.env[BACKEND_SAID_ENV] !== loaded.backend) {
+  process.stderr.write(`${backendLine()}\n`);
 }
 
 /** The TensorFlow.js namespace in use (tfjs-node, or tfjs on WASM or CPU). */

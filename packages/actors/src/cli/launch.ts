@@ -14,6 +14,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { tensorBackend } from '@tensorbus/core';
+import { BACKEND_SAID_ENV } from '@tensorbus/core/internal';
 import { loadNatsTransport } from '../nats-loader.js';
 import type { LaunchArgs } from './args.js';
 
@@ -109,6 +111,8 @@ export async function launch(args: LaunchArgs): Promise<number> {
             TENSORBUS_RANK: String(rank),
             TENSORBUS_WORLD_SIZE: String(args.count),
             TENSORBUS_LAUNCHER_PID: String(process.pid),
+            // The launcher said which backend it uses: a worker on the same one says nothing.
+            [BACKEND_SAID_ENV]: tensorBackend(),
             ...(args.namespace ? { TENSORBUS_NAMESPACE: args.namespace } : {}),
           },
         });

@@ -6,7 +6,8 @@
  */
 import type { Transport } from '@tensorbus/core';
 import { loadNatsTransport } from '../nats-loader.js';
-import { listWorkers as askWorkers, queryStats } from '../observe/stats-reader.js';
+import { MemberWitness } from '../observe/member-witness.js';
+import { readWorkers } from '../observe/stats-reader.js';
 import type { FunctionStats, WorkerStats } from '../observe/stats-protocol.js';
 import { formatBytes, formatTable, formatUptime } from './table.js';
 import type { StatusArgs } from './args.js';
@@ -20,6 +21,8 @@ export interface WorkerStatus {
 
 /** Seconds over which `status` shows rates. */
 const RATE_WINDOW_S = 10;
+/** A worker that answered is waited for on the members subject until this long after the start at most, ms (4 default heartbeats). */
+const WITNESS_WAIT_MS = 2_000;
 
 /** Connects to the namespace as a plain client (not a member). */
 export async function connectReader(server: string | undefined, namespace: string | undefined, name: string): Promise<Transport> {
@@ -28,14 +31,24 @@ export async function connectReader(server: string | undefined, namespace: strin
   return natsTransport({ servers: server.split(','), namespace, name });
 }
 
-/** Asks every worker of the namespace to answer within `waitMs`, then each one for its stats. */
+/**
+ * Asks every worker of the namespace to answer within `waitMs`, then each one
+ * for its stats; lists only members (answers signed with the key each one is
+ * heard announcing on the members subject: member-witness.ts).
+ */
 export async function listWorkers(args: StatusArgs): Promise<WorkerStatus[]> {
   const transport = await connectReader(args.server, args.namespace, 'tensorbus-status');
+  const witness = new MemberWitness(transport);
   try {
-    const workers = await askWorkers(transport, args.waitMs);
-    const stats = await Promise.all(workers.map((w) => queryStats(transport, w.name, RATE_WINDOW_S, Math.max(args.waitMs, 1_000))));
-    return workers.map((w, i) => (stats[i] ? { ...w, stats: stats[i] } : w));
+    const workers = await readWorkers(transport, witness, {
+      waitMs: args.waitMs,
+      witnessMs: Math.max(args.waitMs, WITNESS_WAIT_MS),
+      window: RATE_WINDOW_S,
+      statsTimeoutMs: Math.max(args.waitMs, 1_000),
+    });
+    return workers.map(({ name, id, stats }) => (stats ? { name, id, stats } : { name, id }));
   } finally {
+    witness.close();
     await transport.close();
   }
 }

@@ -4,11 +4,16 @@
  * stats query, stats-reader.ts). It polls only while somebody watches, so
  * workers measure nothing on the dashboard's account when nobody does.
  *
+ * Only members are shown: a worker's answers count when signed with the key
+ * it is heard announcing on the members subject (member-witness.ts), so a
+ * bus client that answers the queries cannot add a worker or figures.
+ *
  * A worker missing from {@link MISSES_BEFORE_GONE} polls in a row, or named
  * by another worker's leave/fail event, is shown as departed.
  * @module
  */
 import type { Transport } from '@tensorbus/core';
+import { MemberWitness } from '../observe/member-witness.js';
 import { listWorkers, queryStats } from '../observe/stats-reader.js';
 import type { WorkerStats } from '../observe/stats-protocol.js';
 
@@ -22,6 +27,8 @@ export const MAX_DEPARTED = 100;
 export const MAX_EVENTS = 200;
 /** Seconds of call history asked of each worker. */
 export const WINDOW_S = 120;
+/** Until the collector has listened to the members subject this long, a poll waits for the workers that answered to be heard there, ms (4 default heartbeats). */
+export const WITNESS_WAIT_MS = 2_000;
 
 /** A worker as the page shows it. */
 export interface DashboardWorker {
@@ -53,6 +60,8 @@ export interface DashboardState {
 
 interface Tracked extends DashboardWorker {
   misses: number;
+  /** The key its answers are signed with. */
+  signKey: string;
 }
 
 /** Polls the namespace and keeps the page's state. */
@@ -61,21 +70,33 @@ export class Collector {
   private readonly events: DashboardEvent[] = [];
   private readonly eventKeys = new Set<string>();
   private polling = false;
+  private readonly witness: MemberWitness;
   /** Workers present at the first poll were there already: no join events for them. */
   private first = true;
 
-  constructor(private readonly transport: Transport, private readonly where: { namespace: string; server: string }, private readonly waitMs = 500) {}
+  constructor(private readonly transport: Transport, private readonly where: { namespace: string; server: string }, private readonly waitMs = 500) {
+    this.witness = new MemberWitness(transport);
+  }
+
+  /** Stops listening to the members subject. */
+  close(): void {
+    this.witness.close();
+  }
 
   /** Polls once: who is there, and what each one says. */
   async poll(): Promise<DashboardState> {
     if (this.polling) return this.state();
     this.polling = true;
     try {
-      const listed = await listWorkers(this.transport, this.waitMs);
+      const answered = await listWorkers(this.transport, this.waitMs);
+      await this.witness.waitFor(answered, WITNESS_WAIT_MS);
+      const listed = answered.filter((w) => this.witness.vouches(w.name, w.signKey));
       // A worker up at the last poll that was late to the membership query is asked too: only silence on both counts as a miss.
-      const late = [...this.workers.values()].filter((w) => w.state === 'up' && !listed.some((l) => l.name === w.name)).map((w) => ({ name: w.name, id: w.id }));
+      const late = [...this.workers.values()]
+        .filter((w) => w.state === 'up' && !listed.some((l) => l.name === w.name) && this.witness.vouches(w.name, w.signKey))
+        .map((w) => ({ name: w.name, id: w.id, signKey: w.signKey }));
       const asked = [...listed, ...late];
-      const answers = await Promise.all(asked.map((w) => queryStats(this.transport, w.name, WINDOW_S, 1_000)));
+      const answers = await Promise.all(asked.map((w) => queryStats(this.transport, w, WINDOW_S, 1_000)));
       const seen = asked.filter((w, i) => i < listed.length || answers[i] !== undefined);
       const stats = answers.filter((_, i) => i < listed.length || answers[i] !== undefined);
       const now = Date.now();
@@ -85,9 +106,10 @@ export class Collector {
         let tracked = this.workers.get(w.name);
         if (tracked === undefined || tracked.state !== 'up') {
           if (!this.first) this.event({ at: now, kind: 'join', worker: w.name });
-          tracked = { name: w.name, id: w.id, state: 'up', lastSeen: now, stats: undefined, history: tracked?.history ?? {}, misses: 0 };
+          tracked = { name: w.name, id: w.id, state: 'up', lastSeen: now, stats: undefined, history: tracked?.history ?? {}, misses: 0, signKey: w.signKey };
           this.workers.set(w.name, tracked);
         }
+        tracked.signKey = w.signKey;
         tracked.id = w.id;
         tracked.misses = 0;
         tracked.lastSeen = now;
@@ -122,7 +144,7 @@ export class Collector {
   /** The page's state now. */
   state(): DashboardState {
     const workers = [...this.workers.values()]
-      .map(({ misses: _misses, ...w }) => w)
+      .map(({ misses: _misses, signKey: _signKey, ...w }) => w)
       .sort((a, b) => (a.state === 'up') === (b.state === 'up') ? a.id - b.id || (a.name < b.name ? -1 : 1) : a.state === 'up' ? -1 : 1);
     return { ...this.where, at: Date.now(), workers, events: [...this.events] };
   }

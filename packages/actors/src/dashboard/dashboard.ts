@@ -29,8 +29,12 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     get last() {
       return server.last;
     },
+    get listening() {
+      return server.listening;
+    },
     async close() {
       await server.close();
+      collector.close();
       await options.transport.close().catch(() => undefined);
     },
   };

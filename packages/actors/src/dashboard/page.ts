@@ -28,18 +28,26 @@ function perSecond(functions, nowS, seconds) {
   for (const f of functions) for (const b of f.buckets) { const i = b[0] - (nowS - seconds + 1); if (i >= 0 && i < seconds) out[i] += b[1]; }
   return out;
 }
+// An axis label: three significant digits, with k/M for large values; exponents only for values too small to read otherwise.
+function tick(v) {
+  const a = Math.abs(v);
+  if (a >= 1e6) return Number((v / 1e6).toPrecision(3)) + 'M';
+  if (a >= 1e4) return Number((v / 1e3).toPrecision(3)) + 'k';
+  return a !== 0 && a < 1e-3 ? v.toExponential(1) : String(Number(v.toPrecision(3)));
+}
 function lineChart(series, width, height, opts) {
   const svg = el('svg', { width, height, viewBox: '0 0 ' + width + ' ' + height, class: 'chart' });
   const pts = series.flatMap((s) => s.points);
   if (pts.length === 0) { svg.append(el('text', { x: 8, y: height / 2, class: 'muted' }, 'no data yet')); return svg; }
   const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
   const x0 = opts && opts.x0 !== undefined ? opts.x0 : Math.min(...xs), x1 = opts && opts.x1 !== undefined ? opts.x1 : Math.max(...xs);
-  const y0 = Math.min(0, ...ys), y1 = Math.max(...ys, y0 + 1e-9);
+  // A flat series (a worker with no calls: all zeros) gets the range 0..1, not a made-up tiny one.
+  const y0 = Math.min(0, ...ys), top = Math.max(...ys), y1 = top > y0 ? top : y0 + 1;
   const X = (x) => 36 + (x1 === x0 ? 0 : (x - x0) / (x1 - x0)) * (width - 44);
   const Y = (y) => height - 16 - (y - y0) / (y1 - y0) * (height - 26);
   svg.append(el('line', { x1: 36, x2: width - 8, y1: Y(y0), y2: Y(y0), class: 'axis' }));
-  svg.append(el('text', { x: 2, y: Y(y1) + 4, class: 'tick' }, Number(y1.toPrecision(3))));
-  svg.append(el('text', { x: 2, y: Y(y0), class: 'tick' }, Number(y0.toPrecision(3))));
+  svg.append(el('text', { x: 2, y: Y(y1) + 4, class: 'tick' }, tick(y1)));
+  svg.append(el('text', { x: 2, y: Y(y0), class: 'tick' }, tick(y0)));
   series.forEach((s, i) => {
     if (s.points.length === 0) return;
     svg.append(el('polyline', { points: s.points.map((p) => X(p[0]).toFixed(1) + ',' + Y(p[1]).toFixed(1)).join(' '), fill: 'none', stroke: s.color || COLORS[i % COLORS.length], 'stroke-width': 1.8 }));
@@ -62,14 +70,14 @@ function render(state) {
   // Workers
   const rows = state.workers.map((w) => {
     const s = w.stats;
-    const cells = [el('td', { 'data-field': 'name' }, w.name), el('td', {}, w.id), el('td', { 'data-field': 'state', class: 'state ' + w.state }, w.state)];
+    const cells = [el('td', { 'data-field': 'name', class: 'long', title: w.name }, w.name), el('td', {}, w.id), el('td', { 'data-field': 'state', class: 'state ' + w.state }, w.state)];
     if (s) {
       const served = rates(s.served, 10, nowS);
       const total = s.served.reduce((n, f) => n + f.total, 0);
       const made = s.made.reduce((n, f) => n + f.total, 0);
       const errors = Object.values(s.errors).reduce((n, e) => n + e, 0);
       const routes = Object.entries(s.routes).map(([peer, r]) => peer + ':' + r).join(' ');
-      cells.push(el('td', {}, s.host + ' (' + s.pid + ')'), el('td', {}, uptime(s.uptimeS)), el('td', {}, s.backend), el('td', { title: routes }, s.transport + (routes ? ' · ' + [...new Set(Object.values(s.routes))].join('/') : '')),
+      cells.push(el('td', { class: 'long', title: s.host + ' (' + s.pid + ')' }, s.host + ' (' + s.pid + ')'), el('td', {}, uptime(s.uptimeS)), el('td', {}, s.backend), el('td', { class: 'long', title: routes }, s.transport + (routes ? ' · ' + [...new Set(Object.values(s.routes))].join('/') : '')),
         el('td', { 'data-field': 'calls', class: 'num' }, total), el('td', { 'data-field': 'made', class: 'num' }, made), el('td', { class: 'num' }, served.perSecond.toFixed(1)), el('td', { class: 'num' }, served.meanMs.toFixed(2)),
         el('td', { 'data-field': 'errors', class: 'num' + (errors ? ' bad' : '') }, errors), el('td', { class: 'num' }, s.inFlight), el('td', { class: 'num' }, s.rrefs.owned + '/' + s.rrefs.used), el('td', { class: 'num' }, s.contexts),
         el('td', { 'data-field': 'tensors', class: 'num' }, s.tensors), el('td', { class: 'num' }, bytes(s.tensorBytes)), el('td', { class: 'num' }, s.wasmHeapBytes ? bytes(s.wasmHeapBytes) : '-'), el('td', { class: 'num' }, bytes(s.rssBytes)));
@@ -134,6 +142,10 @@ export const PAGE = `<!doctype html>
   table { border-collapse: collapse; background: #fff; box-shadow: 0 1px 2px rgba(0,0,0,.08); }
   th, td { padding: 3px 8px; border-bottom: 1px solid #e6e9ef; text-align: left; white-space: nowrap; }
   th { background: #eef1f6; font-weight: 600; font-size: 12px; }
+  /* The workers table fits a 1,400-pixel window: 19 columns, so narrower cells, headers that wrap, long values cut (the whole in the tooltip). */
+  #workers-table th { white-space: normal; vertical-align: bottom; }
+  #workers-table th, #workers-table td { padding: 3px 5px; }
+  #workers-table td.long { max-width: 150px; overflow: hidden; text-overflow: ellipsis; }
   td.num { text-align: right; font-variant-numeric: tabular-nums; }
   tr.departed td { color: #9aa3b2; }
   .state.up { color: #2e7d32; } .state.left, .state.gone, .state.leave { color: #b26a00; } .state.failed, .state.fail { color: #c62828; } .state.join { color: #2e7d32; }

@@ -4,15 +4,35 @@
  * interval while at least one page listens. Loopback by default; requests
  * whose Host header names another host are refused (a web page elsewhere
  * cannot read the namespace through a browser on this machine).
+ *
+ * What a client can make it hold is bounded: connections and listening pages
+ * are shared fairly between addresses (fair-slots.ts: a newcomer evicts the
+ * oldest of its own address, or of the busiest one, and is never refused), a
+ * connection that does not finish its request within
+ * {@link IDLE_TIMEOUT_MS} is closed, and a page that falls more than one
+ * update behind (its socket's write buffer still holds a whole update when
+ * the next one is due) is dropped: its browser reconnects and starts afresh.
  * @module
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Socket } from 'node:net';
 import type { Collector, DashboardState } from './collector.js';
+import { FairSlots } from './fair-slots.js';
 import { PAGE } from './page.js';
 
-/** Pages listening at once at most; more get 503. */
+/** Pages listening at once at most; a newcomer beyond evicts the oldest (of its own address first). */
 export const MAX_LISTENERS = 32;
+/** Pages listening at once from one address at most. */
+export const MAX_LISTENERS_PER_ADDRESS = 8;
+/** Connections at once at most (a newcomer beyond evicts the oldest, as for listeners). */
+export const MAX_CONNECTIONS = 256;
+/** Connections at once from one address at most. */
+export const MAX_CONNECTIONS_PER_ADDRESS = 64;
+/** A connection has this long to send its request's headers, and a kept-alive one to send its next request, ms. */
+export const IDLE_TIMEOUT_MS = 10_000;
+/** A page is dropped when more than this many bytes (or one whole update, if more) are still unsent as the next update is due. */
+export const MIN_BEHIND_BYTES = 256 * 1024;
 
 /** Options of {@link startDashboardServer}. */
 export interface DashboardServerOptions {
@@ -28,6 +48,8 @@ export interface DashboardServerOptions {
    * shows the run's reported values from its beginning).
    */
   poll?: 'watched' | 'always';
+  /** See {@link IDLE_TIMEOUT_MS} (the default). */
+  idleTimeoutMs?: number;
 }
 
 /** A running dashboard server. */
@@ -36,6 +58,8 @@ export interface DashboardServer {
   readonly url: string;
   /** The state pushed last (for tests). */
   readonly last: DashboardState | undefined;
+  /** Pages listening now. */
+  readonly listening: number;
   close(): Promise<void>;
 }
 
@@ -57,7 +81,9 @@ function hostAllowed(request: IncomingMessage, listenHost: string): boolean {
 export async function startDashboardServer(collector: Collector, options: DashboardServerOptions = {}): Promise<DashboardServer> {
   const host = options.host ?? '127.0.0.1';
   const intervalMs = options.intervalMs ?? 1_000;
-  const listeners = new Set<ServerResponse>();
+  const idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
+  const listeners = new FairSlots<ServerResponse>(MAX_LISTENERS, MAX_LISTENERS_PER_ADDRESS, (response) => response.destroy());
+  const connections = new FairSlots<Socket>(MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS, (socket) => socket.destroy());
   let last: DashboardState | undefined;
   let lastAt = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -70,7 +96,12 @@ export async function startDashboardServer(collector: Collector, options: Dashbo
       return;
     }
     const frame = `data: ${JSON.stringify(last)}\n\n`;
-    for (const response of listeners) response.write(frame);
+    // A page whose socket still holds a whole update unsent does not read: it is dropped, not buffered for.
+    const behind = Math.max(MIN_BEHIND_BYTES, Buffer.byteLength(frame));
+    for (const response of [...listeners]) {
+      if (response.writableLength > behind) response.destroy();
+      else response.write(frame);
+    }
   };
   // Polls only while a page listens: nobody watching costs the workers nothing.
   const always = options.poll === 'always';
@@ -80,11 +111,11 @@ export async function startDashboardServer(collector: Collector, options: Dashbo
     timer = setInterval(() => void push(), intervalMs);
   };
   if (always) startPolling();
-  const listen = (response: ServerResponse) => {
-    listeners.add(response);
+  const listen = (address: string, response: ServerResponse) => {
+    listeners.admit(address, response);
     startPolling();
     response.on('close', () => {
-      listeners.delete(response);
+      listeners.release(address, response);
       if (listeners.size === 0 && !always && timer !== undefined) {
         clearInterval(timer);
         timer = undefined;
@@ -92,7 +123,8 @@ export async function startDashboardServer(collector: Collector, options: Dashbo
     });
   };
 
-  const server: Server = createServer((request, response) => {
+  // Timeouts are checked this often (Node's default, 30 s, would let an idle connection stay 3 times its timeout).
+  const server: Server = createServer({ connectionsCheckingInterval: Math.max(100, Math.min(1_000, idleTimeoutMs / 4)) }, (request, response) => {
     if (request.method !== 'GET' || !hostAllowed(request, host)) {
       response.writeHead(request.method !== 'GET' ? 405 : 403, { 'content-type': 'text/plain' }).end('refused\n');
       return;
@@ -101,14 +133,10 @@ export async function startDashboardServer(collector: Collector, options: Dashbo
     if (path === '/' || path === '/index.html') {
       response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(PAGE);
     } else if (path === '/events') {
-      if (listeners.size >= MAX_LISTENERS) {
-        response.writeHead(503, { 'content-type': 'text/plain' }).end('too many pages listening\n');
-        return;
-      }
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
-      response.write(': tensorbus dashboard\n\n');
+      response.write(': tensorbus dashboard\nretry: 1000\n\n');
       if (last !== undefined) response.write(`data: ${JSON.stringify(last)}\n\n`);
-      listen(response);
+      listen(request.socket.remoteAddress ?? '', response);
     } else if (path === '/state.json') {
       // A state polled within the interval is served as it is: requests do not each poll the namespace.
       const state = last !== undefined && Date.now() - lastAt < intervalMs ? Promise.resolve(last) : collector.poll();
@@ -119,6 +147,14 @@ export async function startDashboardServer(collector: Collector, options: Dashbo
     } else {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
     }
+  });
+  server.headersTimeout = idleTimeoutMs;
+  server.requestTimeout = idleTimeoutMs;
+  server.keepAliveTimeout = Math.min(5_000, idleTimeoutMs);
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    connections.admit(address, socket);
+    socket.once('close', () => connections.release(address, socket));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -131,11 +167,13 @@ export async function startDashboardServer(collector: Collector, options: Dashbo
     get last() {
       return last;
     },
+    get listening() {
+      return listeners.size;
+    },
     async close() {
       if (timer !== undefined) clearInterval(timer);
       timer = undefined;
-      for (const response of listeners) response.end();
-      listeners.clear();
+      for (const response of [...listeners]) response.end();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections?.();
     },

@@ -8,7 +8,7 @@
 import type { Subscription } from 'rxjs';
 import { PluginKey, type AgentHost, type PluginLifecycle, type ProtocolPlugin } from '../agent/host.js';
 import { StatsResponder } from './stats-responder.js';
-import { STATS, STATS_CONTROL_KINDS, windowOf } from './stats-protocol.js';
+import { nonceOf, STATS, STATS_CONTROL_KINDS, windowOf } from './stats-protocol.js';
 import { instrumentsNow } from './instruments.js';
 import { agentStarted, agentStopped, observing, onRefresh } from './switch.js';
 import { forget, observe, type WorkerObservations } from './worker-observations.js';
@@ -23,7 +23,7 @@ export class WorkerObserving implements PluginLifecycle {
   constructor(private readonly host: AgentHost) {
     this.observations = observe(host);
     this.stats = new StatsResponder(host, this.observations);
-    host.onControl(STATS, (message) => this.stats.answer(windowOf(message)));
+    host.onControl(STATS, (message) => this.stats.answer(windowOf(message), nonceOf(message)));
   }
 
   async whenRunning(): Promise<void> {

@@ -1,15 +1,21 @@
 /**
- * The stats query: a control message `{ k: 'stats', w }` to a worker's
+ * The stats query: a control message `{ k: 'stats', w, n }` to a worker's
  * control subject (`tb.ctl.<name>`), answered with a {@link WorkerStats}
- * snapshot. Anyone connected to the namespace may ask (no membership needed:
- * `tensorbus status` and the dashboard are plain clients). Each side checks
- * what it receives: the worker bounds `w`, the reader checks the snapshot's
- * shape and sizes before using it.
+ * snapshot, encoded and signed by the worker's membership key together with
+ * the asker's nonce `n`. Anyone connected to the namespace may ask (no
+ * membership needed: `tensorbus status` and the dashboard are plain
+ * clients); the asker believes an answer only when it is signed, for its
+ * nonce, by the key the name's member announces (member-witness.ts), so
+ * another bus client cannot answer for a worker, or make one up. Each side
+ * checks what it receives: the worker bounds `w` and `n`, the reader checks
+ * the signature, then the snapshot's shape and sizes, before using it.
  *
- *   query: { k: 'stats', w: seconds of history (1..300, default 60) }
- *   reply: WorkerStats                     (or nothing, beyond the rate limit)
+ *   query: { k: 'stats', w: seconds of history (1..300, default 60), n: nonce (16..64 base64url characters) }
+ *   reply: { s: bytes of the encoded WorkerStats, sig: Ed25519 signature of statsSignedText(n, s) }
+ *                                          (or nothing, beyond the rate limit)
  * @module
  */
+import { createHash } from 'node:crypto';
 import { RING_SECONDS } from './call-rings.js';
 import type { WorkerResources } from './resources.js';
 import { MAX_ERROR_CODES, MAX_EVENTS, MAX_REPORTED, MAX_ROUTES, type WorkerEvent } from './worker-observations.js';
@@ -65,6 +71,26 @@ export interface WorkerStats extends WorkerResources {
   events: WorkerEvent[];
   /** Values the application reported (`reportStat`). */
   reported: Record<string, number>;
+}
+
+/** A signed answer to the stats query. */
+export interface SignedStats {
+  /** The snapshot, encoded (the codec's frame of a value without tensors). */
+  s: Uint8Array;
+  /** The worker's Ed25519 signature of {@link statsSignedText}. */
+  sig: string;
+}
+
+const NONCE_PATTERN = /^[A-Za-z0-9_-]{16,64}$/;
+
+/** The query's nonce: `n` when it is 16..64 base64url characters, else the empty string (an answer then proves nothing fresh). */
+export function nonceOf(message: { [field: string]: unknown }): string {
+  return typeof message.n === 'string' && NONCE_PATTERN.test(message.n) ? message.n : '';
+}
+
+/** What a stats answer's signature covers: the asker's nonce and the SHA-256 of the snapshot's bytes. */
+export function statsSignedText(nonce: string, snapshot: Uint8Array): string {
+  return `tensorbus stats\0${nonce}\0${createHash('sha256').update(snapshot).digest('base64url')}`;
 }
 
 /** The history a query asks for, bounded: `w` seconds when it is an integer in 1..300, else the default. */

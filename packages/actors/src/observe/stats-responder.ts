@@ -4,15 +4,17 @@
  * queries within the same quarter second get the same snapshot), and sent at
  * most {@link REPLIES_PER_SECOND} times a second. The first query turns the
  * measuring of calls on for the next ten minutes (switch.ts): until then the
- * worker measured nothing, so the first snapshot's history is empty.
+ * worker measured nothing, so the first snapshot's history is empty. Each
+ * reply is signed for its asker's nonce (stats-protocol.ts): the snapshot is
+ * encoded once, the signature made per reply.
  * @module
  */
 import { hostname } from 'node:os';
-import { tensorBackend } from '@tensorbus/core';
+import { defaultCodec, tensorBackend } from '@tensorbus/core';
 import type { AgentHost } from '../agent/host.js';
 import type { SecondBucket } from './call-rings.js';
 import { readResources } from './resources.js';
-import { MAX_LISTED_FUNCTIONS, REPLIES_PER_SECOND, SNAPSHOTS_PER_SECOND, type FunctionStats, type WorkerStats } from './stats-protocol.js';
+import { MAX_LISTED_FUNCTIONS, REPLIES_PER_SECOND, SNAPSHOTS_PER_SECOND, statsSignedText, type FunctionStats, type SignedStats, type WorkerStats } from './stats-protocol.js';
 import { statsWatched } from './switch.js';
 import type { WorkerObservations } from './worker-observations.js';
 
@@ -23,14 +25,14 @@ const wire = (list: Array<{ fn: string; total: number; buckets: SecondBucket[] }
 export class StatsResponder {
   /** Queries dropped over the rate limit. */
   dropped = 0;
-  private last: { at: number; window: number; stats: WorkerStats } | undefined;
+  private last: { at: number; window: number; stats: WorkerStats; bytes: Uint8Array } | undefined;
   private second = 0;
   private repliesThisSecond = 0;
 
   constructor(private readonly host: AgentHost, private readonly observations: WorkerObservations) {}
 
-  /** The reply to a query for `window` seconds, or undefined when over the rate limit. */
-  answer(window: number): WorkerStats | undefined {
+  /** The signed reply to a query for `window` seconds with `nonce`, or undefined when over the rate limit. */
+  answer(window: number, nonce: string): SignedStats | undefined {
     statsWatched();
     const now = Date.now();
     const second = Math.floor(now / 1000);
@@ -43,9 +45,11 @@ export class StatsResponder {
       return undefined;
     }
     if (this.last === undefined || this.last.window !== window || now - this.last.at >= 1000 / SNAPSHOTS_PER_SECOND) {
-      this.last = { at: now, window, stats: this.snapshot(window) };
+      const stats = this.snapshot(window);
+      this.last = { at: now, window, stats, bytes: defaultCodec.encode(stats) };
     }
-    return this.last.stats;
+    const bytes = this.last.bytes;
+    return { s: bytes, sig: this.host.members.sign(statsSignedText(nonce, bytes)) };
   }
 
   private snapshot(window: number): WorkerStats {

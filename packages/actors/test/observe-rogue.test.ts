@@ -1,0 +1,65 @@
+/**
+ * A bus client that is not a member answers the membership and stats
+ * queries (fixtures/rogue-answers.ts): a made-up worker, and made-up figures
+ * for a real one. Neither reaches the dashboard's state (over every
+ * transport) nor `tensorbus status` (real worker processes, a real
+ * nats-server); the real workers are shown with their own figures.
+ */
+import test from 'ava';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { natsTransport } from '@tensorbus/nats-transport';
+import { initRpc, reportStat, type RpcAgent } from '../src/index.js';
+import { startDashboard } from '../src/dashboard/dashboard.js';
+import type { DashboardState } from '../src/dashboard/collector.js';
+import { stop } from './fixtures/worker-functions.js';
+import { ROGUE_LOSS, startRogue } from './fixtures/rogue-answers.js';
+import { newGroup, stopAll, transportKinds } from './helpers.js';
+import { startProcessGroup, stopProcessGroups } from './process-group.js';
+
+const running: RpcAgent[] = [];
+const closers: Array<() => Promise<void> | void> = [];
+test.after.always(async () => {
+  for (const close of closers) await Promise.resolve(close()).catch(() => undefined);
+  await stopAll(running);
+  await stopProcessGroups();
+});
+
+for (const kind of transportKinds()) {
+  test.serial(`${kind.name} - observe - the dashboard shows no worker and no figure a non-member made up`, async (t) => {
+    const g = newGroup(kind);
+    for (const name of ['ra', 'rb']) running.push(await initRpc({ name, transport: g.transport(), heartbeatMs: 100, failureTimeoutMs: 600 }));
+    reportStat(running.at(-2)!, 'loss', 0.25);
+    const rogue = await g.transport();
+    closers.push(startRogue(rogue, { ghost: 7, ra: 0 }), () => rogue.close());
+    const dashboard = await startDashboard({ transport: await g.transport(), namespace: g.namespace, server: kind.name, port: 0, intervalMs: 300 });
+    closers.push(() => dashboard.close());
+    const states: DashboardState[] = [];
+    for (let i = 0; i < 4; i++) states.push((await (await fetch(`${dashboard.url}state.json`)).json()) as DashboardState);
+    for (const state of states) {
+      t.false(state.workers.some((w) => w.name === 'ghost'), 'the made-up worker is not shown');
+      t.false(state.workers.some((w) => w.stats?.host === 'rogue' || w.stats?.reported.loss === ROGUE_LOSS), 'no made-up figure is shown');
+    }
+    const last = states.at(-1)!;
+    t.true(last.workers.some((w) => w.name === 'rb' && w.state === 'up' && w.stats?.name === 'rb'), 'a member the rogue does not claim is shown with its stats');
+  });
+}
+
+test.serial('status - lists only members: a non-member answering the queries adds no worker and no figure', async (t) => {
+  const { agent, children, serverUrl, namespace } = await startProcessGroup(fileURLToPath(new URL('./fixtures/worker.js', import.meta.url)), 3);
+  const rogue = await natsTransport({ servers: serverUrl, namespace, name: 'rogue' });
+  closers.push(startRogue(rogue, { ghost: 9, p1: 1 }), () => rogue.close());
+  const cli = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+  const child = spawn(process.execPath, [cli, 'status', '--server', serverUrl, '--namespace', namespace], { env: { ...process.env, TENSORBUS_QUIET: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d));
+  const [code] = (await once(child, 'exit')) as [number];
+  t.is(code, 0);
+  t.notRegex(out, /ghost/, 'the made-up worker is not listed');
+  t.notRegex(out, /rogue|999/, 'no made-up figure is shown');
+  for (const name of ['p0', 'p2']) t.regex(out, new RegExp(`^\\s*\\d+\\s+${name}\\s+\\S+\\s+\\d+`, 'm'), `${name} is listed with its stats`);
+  await Promise.all([agent.rpcSync('p1', stop, []), agent.rpcSync('p2', stop, [])]);
+  await agent.shutdown({ timeoutMs: 10_000 });
+  await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+});
