@@ -100,6 +100,18 @@ export class RpcAgent {
     return this.host.transport;
   }
 
+  /**
+   * The default timeout of this worker's calls, ms, as `initRpc`'s
+   * `rpcTimeoutMs` set it (60,000 unless told); `0` means none
+   * [get_rpc_timeout()]. Read-only: a call's own `timeoutMs` overrides it.
+   * @example
+   * const agent = await initRpc({ name: 'w0', rpcTimeoutMs: 5_000 });
+   * agent.rpcTimeoutMs; // 5000
+   */
+  get rpcTimeoutMs(): number {
+    return this.host.options.rpcTimeoutMs;
+  }
+
   /** @internal Joins the group; resolves once a static group is complete. */
   start(): Promise<void> {
     return this.host.start();
