@@ -2,8 +2,8 @@
  * State peers make on a worker over a real nats-server: bounded per peer,
  * dropped when the peer goes or, for callers that are not members, after a
  * lease; unknown ids fail at once; values' tensors are freed with them; only
- * tensor ops and the methods of the user's class are callable remotely;
- * autograd releases survive a bus outage; backward has a timeout.
+ * tensor ops and the methods of the value's own class (a tensor's included)
+ * are callable remotely; autograd releases survive a bus outage; backward has a timeout.
  */
 import test from 'ava';
 import { AutogradError, InvalidArgumentError, RpcTimeoutError, RRefError, SerializationError, tf, UnknownFunctionError, type Transport } from '@tensorbus/core';
@@ -194,7 +194,9 @@ test.serial('peer resources - only methods of the value\'s own class are callabl
     await t.throwsAsync(a.rpcSync('w', 'tb.rref.call', [bag.rrefId, method, []]), { instanceOf: UnknownFunctionError }, method);
   }
   const tensorRef = a.remote('w', tf.ones, [[2]]);
-  for (const method of ['dispose', 'print', 'dataSync', 'assign']) {
+  // A tensor's own methods run (PyTorch's test_rref_proxy_tensor); its lifetime, fields, getters and Object.prototype stay closed.
+  t.deepEqual(await a.rpcSync('w', 'tb.rref.call', [tensorRef.rrefId, 'arraySync', []]), [1, 1]);
+  for (const method of ['dispose', 'dataId', 'isDisposed', 'kept', 'valueOf', 'hasOwnProperty', '__proto__', 'constructor', '_hidden']) {
     await t.throwsAsync(a.rpcSync('w', 'tb.rref.call', [tensorRef.rrefId, method, []]), { instanceOf: UnknownFunctionError }, `tensor ${method}`);
   }
   const copy = await tensorRef.toHere();

@@ -124,6 +124,19 @@ for (const kind of transportKinds()) {
     await stopAll(agents);
   });
 
+  test(t('the default call timeout is readable and read-only [get_rpc_timeout()]'), async (tt) => {
+    const agents = [...(await startGroup(kind, ['a'], { rpcTimeoutMs: 150 })), ...(await startGroup(kind, ['b'])), ...(await startGroup(kind, ['c'], { rpcTimeoutMs: 0 }))];
+    const [a, b, c] = agents;
+    tt.is(a!.rpcTimeoutMs, 150);
+    tt.is(b!.rpcTimeoutMs, 60_000, 'the default');
+    tt.is(c!.rpcTimeoutMs, 0, '0 means none');
+    tt.throws(() => {
+      (a as { rpcTimeoutMs: number }).rpcTimeoutMs = 5;
+    }, { instanceOf: TypeError });
+    tt.is(a!.rpcTimeoutMs, 150);
+    await stopAll(agents);
+  });
+
   test(t('rpcAsync futures: await, wait, done, observable, all rejecting early'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b', 'c']);
     const [a] = agents;

@@ -152,6 +152,43 @@ for (const kind of transportKinds()) {
     await stopAll(agents);
   });
 
+  test(t('proxies run a tensor\'s methods on its owner, from the owner and from a user, and leak nothing'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b']);
+    const [a, b] = agents;
+    const baseline = tf.memory().numTensors;
+    // PyTorch's test_rref_proxy_tensor: a user's RRef (owned by b) and an owner's RRef (b's own) to a tensor.
+    const user = a!.remote('b', tf.ones, [[2, 2]]) as RRef<tf.Tensor>;
+    const own = b!.rref(tf.tensor([1, 2, 3, 4]));
+    for (const [who, rref] of [['user', user], ['owner', own]] as const) {
+      const plusOne = await rref.rpcSync().add(1);
+      tt.deepEqual(await plusOne.array(), who === 'user' ? [[2, 2], [2, 2]] : [2, 3, 4, 5], `${who}: rpcSync().add(1)`);
+      plusOne.dispose();
+      const reshaped = await rref.rpcSync().reshape([1, 4]);
+      tt.deepEqual(reshaped.shape, [1, 4], `${who}: rpcSync().reshape`);
+      reshaped.dispose();
+      tt.deepEqual(await rref.rpcSync().arraySync(), who === 'user' ? [[1, 1], [1, 1]] : [1, 2, 3, 4], `${who}: rpcSync().arraySync()`);
+      const plusThree = await rref.rpcAsync().add(3).wait();
+      tt.deepEqual(await plusThree.data(), new Float32Array(who === 'user' ? [4, 4, 4, 4] : [4, 5, 6, 7]), `${who}: rpcAsync().add(3)`);
+      plusThree.dispose();
+      const view = rref.remote().reshape([1, 4]);
+      tt.is(view.ownerName(), 'b');
+      const viewed = await view.toHere();
+      tt.deepEqual(viewed.shape, [1, 4], `${who}: remote().reshape`);
+      // On the owner toHere() is the value itself (its RRef frees it); elsewhere a copy, the caller's to free.
+      if (!view.isOwner()) viewed.dispose();
+      tt.deepEqual(await view.rpcSync().arraySync(), who === 'user' ? [[1, 1, 1, 1]] : [[1, 2, 3, 4]], `${who}: the new RRef holds the reshaped tensor`);
+      await view.release();
+      await tt.throwsAsync((rref as RRef<any>).rpcSync().dispose(), { instanceOf: UnknownFunctionError }, `${who}: a caller cannot free the value`);
+      await tt.throwsAsync(((rref as RRef<any>).rpcSync() as { hasOwnProperty(name: string): Promise<boolean> }).hasOwnProperty('shape'), { instanceOf: UnknownFunctionError }, `${who}: Object.prototype stays closed`);
+    }
+    tt.deepEqual(await user.rpcSync().arraySync(), [[1, 1], [1, 1]], 'the value is intact');
+    await Promise.all([user.release(), own.release()]);
+    await allReleased(agents);
+    await eventually(() => tf.memory().numTensors === baseline);
+    tt.is(tf.memory().numTensors, baseline, 'every tensor the methods made was freed');
+    await stopAll(agents);
+  });
+
   test(t('a failed creation surfaces at the next use; a timed-out one leaves nothing behind'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b']);
     const [a, b] = agents;

@@ -116,7 +116,21 @@ static napi_value open_segment(napi_env env, napi_callback_info info) {
   }
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
-  int own = open(path, O_RDWR | O_CLOEXEC);
+  /*
+   * This runs on the event loop: the open must not wait. Only a memfd is opened at all (its link reads
+   * "/memfd:<name> (deleted)"), never a FIFO, device or file another descriptor now names (the peer closed
+   * the segment and the number was reused), and O_NONBLOCK keeps even a descriptor swapped in between the
+   * two steps from blocking (a FIFO without a writer, a file under a lease).
+   */
+  char target[80];
+  ssize_t n = readlink(path, target, sizeof target - 1);
+  if (n < 0) return throw_errno(env, "open segment");
+  target[n] = '\0';
+  if (strncmp(target, "/memfd:", 7) != 0) {
+    napi_throw_error(env, NULL, "open segment: not an anonymous memory file of the peer's user");
+    return NULL;
+  }
+  int own = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (own < 0) return throw_errno(env, "open segment");
   struct stat st;
   /* Mapping past the end of the file would fault on access: the file must be exactly that large. */

@@ -58,6 +58,13 @@ export class WorkerHost implements AgentHost {
   private readonly metaContributors: MetaContributor[] = [];
   private installing: AnyPlugin | undefined;
   private state: State = 'starting';
+  /**
+   * While this worker starts (it serves, and the functions it runs call out,
+   * from the moment it listens, before its initRpc returns; a static group's
+   * until it is complete): settles once started, or failed to. Undefined
+   * otherwise.
+   */
+  forming: Promise<void> | undefined;
 
   /** Installs `membership` first (its view is the host's), then `plugins` in order. */
   constructor(readonly transport: Transport, readonly options: ResolvedOptions, membership: ProtocolPlugin<MembershipFace>, plugins: readonly AnyPlugin[]) {
@@ -68,6 +75,8 @@ export class WorkerHost implements AgentHost {
     this.control.authenticate(this.callAuth);
     this.calls = new CallClient(transport, this.name, this, () => this.options.rpcTimeoutMs, this.callAuth);
     this.server = new CallServer(transport, this.name, this, this.callAuth, new CallLog(this.name, options.logger));
+    // A caller not heard of yet while the group forms is checked once its keys came with the group.
+    this.server.awaitCaller = (from) => (this.forming !== undefined && this.members.get(from) === undefined ? this.forming : undefined);
     this.members.gone$.subscribe(({ name: gone, reason }) => {
       this.calls.failAll(gone, new WorkerUnavailableError(`worker '${gone}' ${departureReason(reason, this.options.failureTimeoutMs)}`));
       // A failed worker may speak again as the same instance: its counters stay, so nothing it sent can be replayed.
@@ -179,6 +188,14 @@ export class WorkerHost implements AgentHost {
 
   /** Joins the group; resolves once the plugins' start steps are done (a static group is complete). */
   async start(): Promise<void> {
+    const starting = this.startSteps();
+    // Calls are served from the moment the server listens, the group still forming: see `forming`.
+    const formed = () => void (this.forming = undefined);
+    this.forming = starting.then(formed, formed);
+    await starting;
+  }
+
+  private async startSteps(): Promise<void> {
     for (const plugin of this.installed.values()) await plugin.beforeListen?.();
     this.control.listen();
     this.server.listen();

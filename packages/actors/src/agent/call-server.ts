@@ -36,6 +36,12 @@ export class CallServer {
   private references: CallReferences | undefined;
   /** The producer side of streams (the streams plugin). */
   private startStream: StreamStarter | undefined;
+  /**
+   * What a call from `from` waits for before its caller is checked, if
+   * anything (the host: a static group still forming, whose members' keys
+   * come with it). Undefined: check at once.
+   */
+  awaitCaller: ((from: string) => Promise<void> | undefined) | undefined;
 
   constructor(
     private readonly transport: Transport,
@@ -120,6 +126,9 @@ export class CallServer {
         decoded = arrived ? arrived.decoder.result() : defaultCodec.decodePayload(message.payload ?? message.data, { host: this.host, peer: undefined, received });
         request = parseRequest(decoded);
         context = { host: this.host, peer: request.meta.from };
+        // A hop that arrives before this worker heard of its caller would go unverified, uncounted by shutdown's barrier.
+        const forming = this.awaitCaller?.(request.meta.from);
+        if (forming !== undefined) await forming;
         caller = { name: request.meta.from, verified: this.auth.check(request.meta.from, request.kind, request.fn, request.meta.auth), origin: message.origin };
         // Only a caller that showed who it is counts as that member for shutdown's barrier.
         if (caller.verified) this.receivedFrom[caller.name] = (this.receivedFrom[caller.name] ?? 0) + 1;

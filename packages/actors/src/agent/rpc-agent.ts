@@ -100,6 +100,18 @@ export class RpcAgent {
     return this.host.transport;
   }
 
+  /**
+   * The default timeout of this worker's calls, ms, as `initRpc`'s
+   * `rpcTimeoutMs` set it (60,000 unless told); `0` means none
+   * [get_rpc_timeout()]. Read-only: a call's own `timeoutMs` overrides it.
+   * @example
+   * const agent = await initRpc({ name: 'w0', rpcTimeoutMs: 5_000 });
+   * agent.rpcTimeoutMs; // 5000
+   */
+  get rpcTimeoutMs(): number {
+    return this.host.options.rpcTimeoutMs;
+  }
+
   /** @internal Joins the group; resolves once a static group is complete. */
   start(): Promise<void> {
     return this.host.start();
@@ -281,6 +293,13 @@ export class RpcAgent {
     throw new InvalidArgumentError('`to` must be a worker name, a rank or a WorkerInfo');
   }
 
+  /** True when `to` names a member this worker knows now (a rank or a name), or is no worker reference at all. */
+  private knows(to: WorkerRef): boolean {
+    if (typeof to === 'number') return this.host.members.byId(to) !== undefined;
+    if (typeof to === 'string') return this.host.members.get(to) !== undefined;
+    return !isWorkerInfo(to) || this.host.members.get(to.name) !== undefined;
+  }
+
   /** The name `to` stands for, refusing workers known to have left or failed. */
   private resolveLive(to: WorkerRef): string {
     return this.host.checkLive(this.resolve(to));
@@ -289,6 +308,10 @@ export class RpcAgent {
   private async invoke(to: WorkerRef, fn: Callable<never[], unknown>, args: unknown[], options: CallOptions): Promise<unknown> {
     this.host.checkRunning();
     if (!Array.isArray(args)) throw new InvalidArgumentError('args must be an array');
+    // A worker serves calls before its static group is complete (its initRpc still waits): a function it runs
+    // may call a rank or a member it has not heard of yet, which names a worker once the group is complete.
+    const forming = this.host.forming;
+    if (forming !== undefined && !this.knows(to)) await forming;
     const name = this.resolveLive(to);
     return this.host.calls.call(name, callableName(fn), args, this.host.meta(name), options);
   }

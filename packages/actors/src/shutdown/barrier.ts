@@ -15,6 +15,7 @@
  * its control subject, or replays an old answer, is not heard).
  *
  * Dynamic group: the worker drains its own calls (sent and served), then leaves.
+ * The protocol, its messages and guarantees: docs/shutdown.md.
  * @module
  */
 import { randomBytes } from 'node:crypto';
