@@ -21,6 +21,8 @@ import {
   keptHere,
   Net,
   Scaled,
+  Tally,
+  tallyWalks,
   trainStep,
 } from './fixtures/tensor-functions.js';
 import { eventually, startGroup, stopEverything, transportKinds } from './helpers.js';
@@ -134,6 +136,22 @@ for (const kind of transportKinds()) {
     tt.is(live(), baseline - 1, 'the object holds it no more, and the copy sent is disposed');
     await model.release();
     tf.dispose([g, w]);
+  });
+
+  test.serial(t('a method given no tensor, returning none and keeping none it made does not walk the object it runs on'), async (tt) => {
+    const [a] = await startGroup(kind, ['a', 'b']);
+    const tally = a!.remote('b', Tally, []);
+    tt.is(await tally.rpcSync().add(1), 1);
+    const walks = tallyWalks.count;
+    const baseline = live();
+    for (let i = 0; i < 20; i++) {
+      await tally.rpcSync().add(1);
+      tt.is(await tally.rpcSync().sumOf([1, 2, i]), 3 + i);
+    }
+    tt.is(await tally.rpcSync().add(0), 21);
+    tt.is(tallyWalks.count, walks, 'the object was not walked again: a call costs the same however much the object holds');
+    tt.is(live(), baseline, 'the tensors sumOf made are gone');
+    await tally.release();
   });
 
   test.serial(t('an instance constructed for rpcSync is sent as a copy and freed on the callee, its tf.Variables included'), async (tt) => {

@@ -6,6 +6,7 @@
 import test from 'ava';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { hostOf } from '../src/internal.js';
 import { addNumbers, sleep } from './fixtures/functions.js';
 import { startGroup, stopEverything, transportKinds } from './helpers.js';
 import { startProcessGroup, TIMING, stopProcessGroups } from './process-group.js';
@@ -29,6 +30,26 @@ for (const kind of transportKinds()) {
     await b!.shutdown();
     await t.notThrowsAsync(leaving);
     t.true(Date.now() - started >= 2_000, `a left after ${Date.now() - started} ms, once b was done`);
+  });
+
+  test.serial(`${kind.name} - shutdown - a worker done early asks a member that has not called shutdown about 10 times a second, not 60`, async (t) => {
+    const [a, b] = await startGroup(kind, ['a', 'b'], { worldSize: 2 });
+    // Each status b gives is a signature b makes (its heartbeats are a few more).
+    const members = hostOf(b!).members;
+    const sign = members.sign.bind(members);
+    let signed = 0;
+    members.sign = (text: string) => {
+      signed++;
+      return sign(text);
+    };
+    const leaving = a!.shutdown();
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const asked = signed;
+    members.sign = sign;
+    await b!.shutdown();
+    await t.notThrowsAsync(leaving);
+    t.true(asked >= 5, `b was asked: ${asked} signatures in 2 s`);
+    t.true(asked <= 30, `${asked} signatures in 2 s: a polled b without pause`);
   });
 }
 

@@ -34,6 +34,13 @@ test('bench doc - a recorded full run writes tables, chart and sentences whose f
   t.false(text.includes('{{'), 'every placeholder is filled');
   t.true(text.includes(`\`${report.command}\`, ${report.started.slice(0, 10)} ${report.started.slice(11, 16)} UTC`), 'the exact command and date');
   t.regex(text, /## The latest full run/);
+  // The application table: this build, the baseline build and PyTorch's RL example, with the targets.
+  const app = (system: string) => report.apps!.results.find((r) => r.caseId === 'rl' && r.system === system)!.perSecond!;
+  const rlRow = text.split('\n').find((line) => line.startsWith('| RL example, 4 observers'))!;
+  t.truthy(rlRow, 'the application table has the RL row');
+  t.is(rlRow.split(' | ')[1], `${app('tensorbus').toFixed(1)}/s`, 'it quotes the RL rate of this build');
+  const verdict = app('tensorbus') / app('pytorch') >= 5 ? 'PASS' : 'FAIL';
+  t.true(rlRow.includes(`≥5.0x PyTorch: **${verdict}**`), 'and the PyTorch target as the figures give it');
 
   const median = (caseId: string, system: string) => report.results.find((r) => r.caseId === caseId && r.system === system)!.medianMs!;
   const nats4 = asTime(median('4MB', 'tensorbus-nats'));

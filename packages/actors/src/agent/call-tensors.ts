@@ -45,6 +45,12 @@ export class CallTensors {
     return scope.run(this, fn);
   }
 
+  /** True when a tensor this call made is still alive (not disposed): one the call may have stored somewhere. */
+  holdsLiveTensor(): boolean {
+    for (const tensor of this.made) if (!tensor.isDisposed) return true;
+    return false;
+  }
+
   /** Stops collecting and hands the tensors made, still alive, to the caller (who now owns them). */
   handOver(): Tensor[] {
     const alive = [...this.made].filter((tensor) => !tensor.isDisposed);
@@ -109,6 +115,15 @@ export function collectTensors<T>(fn: () => T): { result: T; made: Tensor[] } {
 export function outsideCalls<T>(fn: () => T): T {
   // Already outside (a socket's callbacks, the usual case): what fn starts inherits no collection anyway.
   return scope.getStore() === undefined ? fn() : scope.run(undefined, fn);
+}
+
+/**
+ * False only when the running call collects its tensors and every one it
+ * made so far is disposed: then it cannot have stored a tensor it made
+ * anywhere. True when it may have (or when no collection runs: unknown).
+ */
+export function currentCallMayHoldTensors(): boolean {
+  return scope.getStore()?.holdsLiveTensor() ?? true;
 }
 
 /** Counts the tensors in `value` as made by the running call, if any (replies decoded where the running code cannot be seen). */

@@ -8,7 +8,7 @@
 import { AutogradError, RRefError, type tf } from '@tensorbus/core';
 import { servingPlugin, type CallScope } from '../agent/host.js';
 import { AUTOGRAD } from '../autograd/autograd-key.js';
-import { collectTensors } from '../agent/call-tensors.js';
+import { collectTensors, currentCallMayHoldTensors } from '../agent/call-tensors.js';
 import { forEachTensor } from '../tensors.js';
 import { accountableName, isWireId } from '../peer-limits.js';
 import { describeCalls, isRegisteredClass, lookupCallable, remoteFunction } from '../registry/functions.js';
@@ -113,9 +113,19 @@ export const callValueMethod = remoteFunction(CALL_FN, async (rrefId: string, me
   if (!Array.isArray(args)) throw new RRefError('RREF_OWNER_LOST', 'malformed RRef method call');
   const result = await remoteMethodOf(await valueOf(entry), method, rrefs.selfName)(...args);
   // Tensors the method stored in the value are the value's now (kept, counted); before the reply disposes transient ones.
-  rrefs.owners.rescan(entry);
+  // A method given no tensor, returning none and leaving none it made alive cannot have stored or handed
+  // back one: the walk of the value, whose cost grows with the value, is skipped. A tensor such a method
+  // only dropped from the value is let go at the value's next rescan or at its release.
+  if (currentCallMayHoldTensors() || hasTensor(args) || hasTensor(result)) rrefs.owners.rescan(entry);
   return result;
 });
+
+/** True when `value` holds a tensor (the call's arguments: plain containers). */
+function hasTensor(value: unknown): boolean {
+  let found = false;
+  forEachTensor(value, () => (found = true));
+  return found;
+}
 
 /** A name from the wire, fit for one log line. */
 function shown(name: unknown): string {

@@ -85,6 +85,14 @@ function openStatus(self: BarrierParticipant, name: string, nonce: string, reply
 }
 
 const POLL_MS = 15;
+/**
+ * Longest pause between two rounds while a member has not asked to shut down
+ * yet, ms: the pause doubles from {@link POLL_MS} up to this. A worker that is
+ * done early (an RL example's observers, waiting for the agent the whole run)
+ * so asks each member about 10 times a second, not 60, and each answer is a
+ * signature to make and check.
+ */
+const WAITING_POLL_MS = 100;
 /** How long the first round waits for status answers, ms; doubled after a round that missed one, up to 2 s. */
 const FIRST_ANSWER_MS = 250;
 
@@ -96,6 +104,7 @@ export async function staticBarrier(self: BarrierParticipant, timeoutMs: number)
   // A peer that has just left may still get the request and never answer: ask again soon rather
   // than wait long; a peer that is only slow gets longer each round.
   let answerMs = FIRST_ANSWER_MS;
+  let pause = POLL_MS;
   while (Date.now() < deadline) {
     const snapshot = await poll(self, Math.max(1, Math.min(answerMs, deadline - Date.now())));
     answerMs = [...snapshot.values()].includes(undefined) ? Math.min(2_000, answerMs * 2) : FIRST_ANSWER_MS;
@@ -103,7 +112,8 @@ export async function staticBarrier(self: BarrierParticipant, timeoutMs: number)
     const key = waitingFor.length === 0 ? fingerprint(snapshot) : undefined;
     if (key !== undefined && key === previous) return;
     previous = key;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    pause = [...snapshot.values()].some((status) => status !== undefined && !status.requested) ? Math.min(WAITING_POLL_MS, 2 * pause) : POLL_MS;
+    await new Promise((resolve) => setTimeout(resolve, pause));
   }
   throw new RpcTimeoutError(
     `graceful shutdown of '${self.name}' timed out after ${timeoutMs} ms waiting for: ${waitingFor.join(', ') || 'in-flight calls to settle'}`,

@@ -56,6 +56,8 @@ export const TWO_HOST_CASE_IDS: readonly string[] = ['4MB', '400MB'];
 
 /** The id of the growth study, for `--only`. */
 export const GROWTH_ID = 'growth';
+/** The id of the application cases (apps/app-cases.ts), for `--only`. */
+export const APPS_ID = 'apps';
 
 /**
  * How a case runs: its repetitions are split into blocks, and the blocks of

@@ -13,14 +13,22 @@
  * chart, the sentences that quote figures); a partial one says why it does
  * not, unless `--allow-partial`.
  *
- *   npm run bench -- [--quick] [--only noop,4KB,...] [--systems tensorbus-nats,tcp,...] [--out dir]
- *                    [--doc file | --no-doc] [--allow-partial]
+ * Then the application cases (apps/): the RL, parameter-server and pipeline
+ * examples run as a user runs them, on this build and on the `--baseline`
+ * build in turn, and PyTorch's RPC RL example beside the RL one.
+ *
+ *   npm run bench -- [--quick] [--only noop,4KB,...,apps] [--systems tensorbus-nats,tcp,...] [--out dir]
+ *                    [--baseline <git rev> | --no-baseline] [--doc file | --no-doc] [--allow-partial]
  * @module
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startNatsServer, type NatsServer } from '@tensorbus/nats-transport';
-import { CASES, GROWTH_ID, PEAK_MEMORY_BYTES, TWO_HOST_CASE_IDS, type BenchCase } from './cases.js';
+import { prepareBaseline } from './apps/baseline-build.js';
+import type { AppReport } from './apps/app-report.js';
+import { runApps } from './apps/run-apps.js';
+import { APPS_ID, CASES, GROWTH_ID, PEAK_MEMORY_BYTES, TWO_HOST_CASE_IDS, type BenchCase } from './cases.js';
 import { runGrowth } from './growth.js';
 import { loadNow, machineInfo, versions } from './machine.js';
 import { parseOptions } from './options.js';
@@ -67,14 +75,16 @@ if (options.systems.has('pytorch') || options.systems.has('pytorch-2hosts')) {
   }
 }
 
+/** Whether any case but the application ones runs (`--only apps` starts no system). */
+const microCases = [...options.cases].some((id) => id !== APPS_ID);
 let nats: NatsServer | undefined;
-if (options.systems.has('tensorbus-nats') || options.systems.has('tensorbus-nats-nopoll') || options.systems.has('nats')) {
+if (microCases && (options.systems.has('tensorbus-nats') || options.systems.has('tensorbus-nats-nopoll') || options.systems.has('nats'))) {
   nats = await startNatsServer({ maxPayload: NATS_MAX_PAYLOAD });
   console.log(`nats-server ${versionInfo['nats-server'] ?? ''} on ${nats.url}, max_payload ${NATS_MAX_PAYLOAD / (1 << 20)} MB`);
 }
 
 const systems: NodeSystem[] = [];
-const nodeSystemIds = selected.filter((id): id is NodeSystemId => id !== 'pytorch' && !TWO_HOST_SYSTEMS.includes(id));
+const nodeSystemIds = microCases ? selected.filter((id): id is NodeSystemId => id !== 'pytorch' && !TWO_HOST_SYSTEMS.includes(id)) : [];
 for (const id of nodeSystemIds) {
   console.log(`starting ${SYSTEM_LABELS[id]} ...`);
   try {
@@ -197,7 +207,28 @@ results.push(...twoHosts.results);
 peaks.push(...twoHosts.peaks);
 missing.push(...twoHosts.missing);
 
-// 6. The report.
+// 6. The applications: the examples as a user runs them, this build against the baseline build and PyTorch.
+let apps: AppReport | undefined;
+if (options.cases.has(APPS_ID)) {
+  console.log('applications: the RL, parameter-server and pipeline examples through tensorbus launch ...');
+  // This file is packages/examples/dist/src/bench/main.js: the repository is five levels up.
+  const repo = fileURLToPath(new URL('../../../../../', import.meta.url));
+  let baseline: ReturnType<typeof prepareBaseline> | undefined;
+  if (options.baseline) {
+    try {
+      baseline = prepareBaseline(repo, options.baseline);
+    } catch (error) {
+      console.log(`  baseline ${options.baseline} could not be built: ${(error as Error).message}`);
+    }
+  }
+  const results = await runApps({ label: 'this build', root: repo }, baseline && { label: `baseline ${baseline.rev}`, root: baseline.root }, {
+    quick: options.quick,
+    pytorch: torchHere,
+  });
+  apps = { baseline: baseline && { rev: baseline.rev, commit: baseline.commit }, results };
+}
+
+// 7. The report.
 const targets = evaluateTargets(results, peaks, PEAK_MEMORY_BYTES);
 const report: BenchReport = {
   started: started.toISOString(),
@@ -218,6 +249,7 @@ const report: BenchReport = {
   growth,
   targets,
   liveTensors,
+  apps,
 };
 mkdirSync(options.out, { recursive: true });
 const jsonPath = join(options.out, 'bench.json');

@@ -3,7 +3,10 @@
  *
  *   --quick             small repetition counts, no 400 MB case (a smoke test)
  *   --only a,b,...      cases to run: noop, 4KB, 1MB, 4MB, 40MB, 400MB (or identity: all sizes),
- *                       async, rref, autograd, growth
+ *                       async, rref, autograd, growth, apps (the examples: RL, parameter server, pipeline)
+ *   --baseline <rev>    the git revision whose build the application cases also run on (default
+ *                       {@link DEFAULT_BASELINE}); built in a worktree under .bench/ (apps/baseline-build.ts)
+ *   --no-baseline       the application cases on this build only
  *   --systems a,b,...   systems to run: tensorbus-nats, tensorbus-nats-nopoll, tensorbus-local, nats, grpc, tcp, pytorch
  *   --out <dir>         where the JSON, markdown and SVG go (default out/bench)
  *   --doc <file>        the markdown whose generated part the run rewrites (default docs/performance.md
@@ -14,7 +17,7 @@
  */
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CASES, GROWTH_ID, PEAK_MEMORY_BYTES } from './cases.js';
+import { APPS_ID, CASES, GROWTH_ID, PEAK_MEMORY_BYTES } from './cases.js';
 import { SYSTEM_IDS, type SystemId } from './systems/system-ids.js';
 
 /** The parsed flags. */
@@ -28,7 +31,12 @@ export interface BenchOptions {
   doc: string | undefined;
   /** Write the doc from a partial run too. */
   allowPartial: boolean;
+  /** The revision the application cases also run on; undefined with `--no-baseline`. */
+  baseline: string | undefined;
 }
+
+/** The default baseline of the application cases: main a week before issue 38 (the RL example's rate before it fell). */
+export const DEFAULT_BASELINE = 'd087f90';
 
 /** docs/performance.md of this repository (this file is packages/examples/dist/src/bench/options.js). */
 const DEFAULT_DOC = fileURLToPath(new URL('../../../../../docs/performance.md', import.meta.url));
@@ -44,7 +52,7 @@ function list(argv: string[], flag: string): string[] | undefined {
 /** Parses the flags; throws with the valid names on an unknown case or system. */
 export function parseOptions(argv: string[]): BenchOptions {
   const quick = argv.includes('--quick');
-  const allCases = [...CASES.map((c) => c.id), GROWTH_ID];
+  const allCases = [...CASES.map((c) => c.id), GROWTH_ID, APPS_ID];
   const sizeIds = CASES.filter((c) => (c.bytes ?? 0) > 0).map((c) => c.id);
   const only = list(argv, '--only')?.flatMap((id) => (id === 'identity' ? sizeIds : [id]));
   for (const id of only ?? []) {
@@ -57,6 +65,8 @@ export function parseOptions(argv: string[]): BenchOptions {
   for (const id of systemList) {
     if (!(SYSTEM_IDS as readonly string[]).includes(id)) throw new Error(`unknown system '${id}'; systems: ${SYSTEM_IDS.join(', ')}`);
   }
+  const b = argv.indexOf('--baseline');
+  if (b >= 0 && (argv[b + 1] === undefined || argv[b + 1]!.startsWith('--'))) throw new Error('--baseline needs a git revision');
   const i = argv.indexOf('--out');
   const d = argv.indexOf('--doc');
   if (d >= 0 && (argv[d + 1] === undefined || argv[d + 1]!.startsWith('--'))) throw new Error('--doc needs a file');
@@ -67,5 +77,6 @@ export function parseOptions(argv: string[]): BenchOptions {
     out: resolve(i >= 0 && argv[i + 1] ? argv[i + 1]! : 'out/bench'),
     doc: argv.includes('--no-doc') ? undefined : d >= 0 ? resolve(argv[d + 1]!) : DEFAULT_DOC,
     allowPartial: argv.includes('--allow-partial'),
+    baseline: argv.includes('--no-baseline') ? undefined : b >= 0 ? argv[b + 1]! : DEFAULT_BASELINE,
   };
 }

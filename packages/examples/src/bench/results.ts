@@ -4,6 +4,7 @@
  * report written as JSON.
  * @module
  */
+import type { AppReport } from './apps/app-report.js';
 import type { SystemId } from './systems/system-ids.js';
 
 /** The figure of one case on one system. */
@@ -86,6 +87,8 @@ export interface BenchReport {
   peakPayloadBytes: number;
   growth: GrowthRecord[];
   targets: unknown[];
+  /** The application cases (the examples as a user runs them), this build against the baseline build and PyTorch. */
+  apps?: AppReport;
   /** Tensors alive in each tensorbus process (by system, then role) before and after the cases: the leak check. */
   liveTensors?: { before: Record<string, unknown>; after: Record<string, unknown> };
 }

@@ -4,6 +4,7 @@
  * memory of the largest round trip, and the growth study.
  * @module
  */
+import { appSection } from '../apps/app-report.js';
 import { CASES, TWO_HOST_CASE_IDS } from '../cases.js';
 import type { BenchReport, CaseResult } from '../results.js';
 import { PEER_SYSTEMS, SYSTEM_LABELS, SYSTEM_SHORT, TENSORBUS_SYSTEMS, TWO_HOST_SYSTEMS, type SystemId } from '../systems/system-ids.js';
@@ -100,6 +101,7 @@ export function renderMarkdown(report: BenchReport, targets: TargetOutcome[]): s
   }
 
   out.push(...twoHostSection(report, targets, cell, find));
+  out.push(...appSection(report.apps));
 
   if (cases.length > 0 && targets.length > 0) {
     out.push('## Targets', '');

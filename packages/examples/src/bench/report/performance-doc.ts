@@ -9,6 +9,7 @@
  * @module
  */
 import { dirname, join } from 'node:path';
+import { appTargets } from '../apps/app-report.js';
 import { CASES, TWO_HOST_CASE_IDS } from '../cases.js';
 import type { BenchReport } from '../results.js';
 import { SYSTEM_IDS, SYSTEM_LABELS, TENSORBUS_SYSTEMS, TWO_HOST_SYSTEMS, type SystemId } from '../systems/system-ids.js';
@@ -44,6 +45,9 @@ export function partialReasons(report: BenchReport, targets: TargetOutcome[]): s
   }
   if (report.growth.length === 0) reasons.push('growth study not run');
   if (report.peaks.length === 0) reasons.push('peak memory of the 400 MB round trip not measured');
+  if (!report.apps) reasons.push('application cases not run');
+  else if (!report.apps.baseline) reasons.push('application cases run without a baseline build (--baseline <git rev>)');
+  for (const t of report.apps ? appTargets(report.apps.results) : []) if (t.status === 'n/a') reasons.push(`application target not evaluated: ${t.caseId} against ${t.peer}`);
   for (const t of targets) if (t.status === 'n/a') reasons.push(`target not evaluated: ${t.caseId} ${t.target} on ${SYSTEM_LABELS[t.system]} (${t.note ?? 'no figure'})`);
   return [...new Set(reasons)];
 }

@@ -1,0 +1,83 @@
+/**
+ * The application cases of the bench: whole example programs run as a user
+ * runs them (`tensorbus launch`, one process per worker, an embedded
+ * nats-server), each timed by what the program itself reports:
+ *
+ * - RL: environment steps/s of the RL example with 4 observers (from its
+ *   `rl.json`: CartPole pays 1 per step, so a round's steps are its mean
+ *   reward times the observers, which every build of the example writes).
+ * - Parameter server: batched updates/s of the demo, unpaced, 4 trainers (the
+ *   server's `epochs of N batched updates` and `after E epochs in S s`).
+ * - Pipeline: samples/s with 4 micro-batches (its `micro-batches 4 ...:
+ *   throughput X samples/s` line).
+ *
+ * The parsing reads only what the example printed or wrote in the baseline
+ * build as well, so one definition measures both builds.
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** One example program and how to read its rate. */
+export interface AppCase {
+  id: 'rl' | 'parameter-server' | 'pipeline';
+  title: string;
+  /** What the rate counts, per second. */
+  unit: string;
+  /** Worker names given to `tensorbus launch --names`. */
+  names: string[];
+  /** The example's entry, relative to a build's root. */
+  script: string;
+  /** The example's flags; `out` is a fresh folder of this run. */
+  args(quick: boolean, out: string): string[];
+  /** The rate from the program's stdout and its `out` folder; throws when it cannot be read. */
+  rate(stdout: string, out: string): number;
+}
+
+function match(stdout: string, pattern: RegExp, what: string): RegExpExecArray {
+  const found = pattern.exec(stdout);
+  if (!found) throw new Error(`no ${what} in the program's output`);
+  return found;
+}
+
+/** Episode rounds of the RL case: from the start of training, as the PyTorch example's rate. */
+export const RL_EPISODES = { quick: 10, full: 60 };
+
+/** The three application cases. */
+export const APP_CASES: AppCase[] = [
+  {
+    id: 'rl',
+    title: 'RL example, 4 observers',
+    unit: 'environment steps',
+    names: ['agent', 'observer1', 'observer2', 'observer3', 'observer4'],
+    script: 'packages/examples/dist/src/rl/main.js',
+    args: (quick, out) => ['--max-episodes', String(quick ? RL_EPISODES.quick : RL_EPISODES.full), '--out', out],
+    rate: (_stdout, out) => {
+      const summary = JSON.parse(readFileSync(join(out, 'rl.json'), 'utf8')) as { observers: number; seconds: number; curve: Array<{ meanReward: number }> };
+      const steps = summary.curve.reduce((sum, c) => sum + c.meanReward, 0) * summary.observers;
+      return steps / summary.seconds;
+    },
+  },
+  {
+    id: 'parameter-server',
+    title: 'parameter server, 4 trainers, unpaced',
+    unit: 'updates',
+    names: ['ps', 'trainer1', 'trainer2', 'trainer3', 'trainer4'],
+    script: 'packages/examples/dist/src/parameter-server/main.js',
+    args: (quick, out) => ['--epochs', quick ? '10' : '60', '--out', out],
+    rate: (stdout) => {
+      const plan = match(stdout, /(\d+) epochs of (\d+) batched updates/, 'update count');
+      const done = match(stdout, /after (\d+) epochs in ([\d.]+) s/, 'run time');
+      return (Number(done[1]) * Number(plan[2])) / Number(done[2]);
+    },
+  },
+  {
+    id: 'pipeline',
+    title: 'pipeline, 4 micro-batches',
+    unit: 'samples',
+    names: ['master', 'shard1', 'shard2'],
+    script: 'packages/examples/dist/src/pipeline/main.js',
+    args: (quick, out) => ['--splits', '4', '--batches', quick ? '3' : '10', '--warmup', '1', '--out', out],
+    rate: (stdout) => Number(match(stdout, /micro-batches 4 \(of \d+ samples\): throughput ([\d.]+) samples\/s/, 'throughput')[1]),
+  },
+];

@@ -1,0 +1,97 @@
+/**
+ * The application table: each example's rate on this build, on the baseline
+ * build and (RL) PyTorch's RPC RL example, the ratios, and the application
+ * targets (issue 38): RL steps/s ≥1.0x the baseline and ≥5x PyTorch's RL
+ * example; parameter server and pipeline ≥1.0x the baseline. A missing
+ * figure leaves its target 'n/a'.
+ * @module
+ */
+import { formatRatio } from '../report/format.js';
+import { APP_CASES, type AppCase } from './app-cases.js';
+import type { AppResult } from './run-apps.js';
+
+/** What the application part of a run recorded. */
+export interface AppReport {
+  /** The baseline's revision as given and its commit, when `--baseline` was given. */
+  baseline?: { rev: string; commit: string };
+  results: AppResult[];
+}
+
+/** One application target and its outcome. */
+export interface AppTarget {
+  caseId: AppCase['id'];
+  peer: 'baseline' | 'pytorch';
+  limit: number;
+  ratio: number;
+  status: 'PASS' | 'FAIL' | 'n/a';
+}
+
+const LIMITS: Array<Pick<AppTarget, 'caseId' | 'peer' | 'limit'>> = [
+  { caseId: 'rl', peer: 'baseline', limit: 1.0 },
+  { caseId: 'rl', peer: 'pytorch', limit: 5 },
+  { caseId: 'parameter-server', peer: 'baseline', limit: 1.0 },
+  { caseId: 'pipeline', peer: 'baseline', limit: 1.0 },
+];
+
+function rateOf(results: AppResult[], caseId: string, system: AppResult['system']): number {
+  return results.find((r) => r.caseId === caseId && r.system === system)?.perSecond ?? Number.NaN;
+}
+
+/** The application targets, evaluated on one run's figures. */
+export function appTargets(results: AppResult[]): AppTarget[] {
+  return LIMITS.map((t) => {
+    const ratio = rateOf(results, t.caseId, 'tensorbus') / rateOf(results, t.caseId, t.peer);
+    return { ...t, ratio, status: !Number.isFinite(ratio) ? 'n/a' : ratio >= t.limit ? 'PASS' : 'FAIL' };
+  });
+}
+
+/** `12.3`, `1,234`: a rate with a precision fit for its size. */
+function rate(value: number): string {
+  return value >= 100 ? Math.round(value).toLocaleString('en-US') : value.toFixed(1);
+}
+
+function cell(results: AppResult[], caseId: string, system: AppResult['system']): string {
+  const r = results.find((x) => x.caseId === caseId && x.system === system);
+  if (!r) return '—';
+  if (r.skipped || r.perSecond === undefined) return `n/a (${r.skipped ?? 'no figure'})`;
+  const spread = r.runs && r.runs.length > 1 ? ` (${r.runs.map(rate).join(', ')})` : '';
+  return `${rate(r.perSecond)}/s${spread}`;
+}
+
+/** The application section of the markdown report (empty when the cases did not run). */
+export function appSection(apps: AppReport | undefined): string[] {
+  if (!apps || apps.results.length === 0) return [];
+  const given = apps.baseline;
+  const baseline = given ? `baseline \`${given.rev}\`${given.commit.startsWith(given.rev) ? '' : ` (${given.commit.slice(0, 7)})`}` : 'baseline (none given)';
+  const targets = appTargets(apps.results);
+  const rows = APP_CASES.map((c) => {
+    const mine = rateOf(apps.results, c.id, 'tensorbus');
+    const vsBaseline = mine / rateOf(apps.results, c.id, 'baseline');
+    const vsTorch = mine / rateOf(apps.results, c.id, 'pytorch');
+    const outcome = targets
+      .filter((t) => t.caseId === c.id)
+      .map((t) => `≥${t.limit.toFixed(1)}x ${t.peer === 'baseline' ? 'baseline' : 'PyTorch'}: **${t.status}**${Number.isFinite(t.ratio) ? ` (${formatRatio(t.ratio)})` : ''}`)
+      .join('<br>');
+    return [
+      `${c.title} (${c.unit}/s)`,
+      cell(apps.results, c.id, 'tensorbus'),
+      cell(apps.results, c.id, 'baseline'),
+      c.id === 'rl' ? cell(apps.results, c.id, 'pytorch') : '—',
+      Number.isFinite(vsBaseline) ? formatRatio(vsBaseline) : '—',
+      Number.isFinite(vsTorch) ? formatRatio(vsTorch) : '—',
+      outcome,
+    ];
+  });
+  return [
+    '## Applications (the examples run as a user runs them)',
+    '',
+    `Each example through \`tensorbus launch\` (one process per worker, its own nats-server), on this build and on the ${baseline} in turn, ` +
+      'the median of the runs (each run in brackets); PyTorch: its RPC RL example (`pytorch-rl/main.py` of the anchors, world size 5) as it is. ' +
+      'Every rate is from the start of training, without warm-up, on both sides.',
+    '',
+    '| application | tensorbus | baseline | PyTorch RPC | ÷ baseline | ÷ PyTorch | targets |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | --- |',
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+    '',
+  ];
+}

@@ -1,0 +1,129 @@
+/**
+ * Runs the application cases (app-cases.ts) on this build and, given one, on
+ * a baseline build, in turn (this, baseline, this, baseline, ...: a burst of
+ * load from elsewhere hits both alike), and PyTorch's RPC RL example from the
+ * anchors' `pytorch-rl/` folder as it is (its `main.py` with world size 5: one
+ * agent, 4 observers), each from a fresh set of processes and timed from the
+ * start of training: no warm-up for either side.
+ * @module
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { median } from '../stats.js';
+import { anchorsDir, PYTHON } from '../systems/pytorch.js';
+import { APP_CASES, type AppCase } from './app-cases.js';
+
+/** A build to run the examples of. */
+export interface Build {
+  /** `this build` or the baseline's revision. */
+  label: string;
+  root: string;
+}
+
+/** The rate of one application case on one build (or PyTorch). */
+export interface AppResult {
+  caseId: AppCase['id'];
+  /** `tensorbus`, `baseline` or `pytorch`. */
+  system: 'tensorbus' | 'baseline' | 'pytorch';
+  /** Median over the runs, per second. */
+  perSecond?: number;
+  runs?: number[];
+  /** Why there is no figure. */
+  skipped?: string;
+}
+
+/** How long PyTorch's RL example runs (its `RL_SECONDS`), s. */
+export const PYTORCH_RL_SECONDS = { quick: 10, full: 40 };
+
+/** Runs `command` to its end; resolves with its stdout, rejects with the end of its stderr. */
+function run(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_000)));
+    const timer = setTimeout(() => child.kill('SIGTERM'), options.timeoutMs);
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(stdout);
+      else reject(new Error(`${signal ?? `exit ${code}`}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`));
+    });
+  });
+}
+
+/** One run of an example on a build: its rate. */
+async function runExample(c: AppCase, build: Build, quick: boolean): Promise<number> {
+  const out = mkdtempSync(join(tmpdir(), `tensorbus-bench-${c.id}-`));
+  try {
+    const launcher = join(build.root, 'packages/actors/dist/src/cli/main.js');
+    const args = [launcher, 'launch', '-n', String(c.names.length), '--names', c.names.join(','), join(build.root, c.script), ...c.args(quick, out)];
+    // The launcher starts its own nats-server; a NATS_URL of the caller's must not send both builds to one bus.
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.NATS_URL;
+    const stdout = await run(process.execPath, args, { cwd: build.root, env, timeoutMs: 15 * 60_000 });
+    return c.rate(stdout, out);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+/** PyTorch's RL example, 4 observers, for `seconds`: its last `STEPS` line's steps/s. */
+export async function runPytorchRl(seconds: number): Promise<number> {
+  const anchors = anchorsDir();
+  if (!anchors) throw new Error('the anchors folder was not found: set TENSORBUS_ANCHORS_DIR');
+  const dir = join(anchors, 'pytorch-rl');
+  const env = { ...process.env, PYTHONPATH: dir, RL_SECONDS: String(seconds) };
+  const stdout = await run(PYTHON, [join(dir, 'main.py'), '--world-size', '5'], { cwd: dir, env, timeoutMs: (seconds + 300) * 1000 });
+  const lines = [...stdout.matchAll(/^STEPS \d+ (\d+) [\d.]+s (\d+) steps\/s$/gm)];
+  if (lines.length === 0) throw new Error('PyTorch RL example printed no STEPS line');
+  return Number(lines[lines.length - 1]![2]);
+}
+
+/**
+ * Every application case on this build and the baseline (runs in turn), then
+ * PyTorch's RL example when `pytorch` is set; prints each figure as it comes.
+ */
+export async function runApps(current: Build, baseline: Build | undefined, options: { quick: boolean; pytorch: boolean }): Promise<AppResult[]> {
+  const results: AppResult[] = [];
+  const runsEach = options.quick ? 1 : 3;
+  for (const c of APP_CASES) {
+    const builds: Array<[AppResult['system'], Build]> = [['tensorbus', current], ...(baseline ? [['baseline', baseline] as [AppResult['system'], Build]] : [])];
+    const rates = new Map<AppResult['system'], number[]>(builds.map(([s]) => [s, []]));
+    const failed = new Map<AppResult['system'], string>();
+    for (let r = 0; r < runsEach; r++) {
+      for (const [system, build] of builds) {
+        if (failed.has(system)) continue;
+        process.stdout.write(`        ${c.title}, ${build.label}, run ${r + 1}/${runsEach} ... `);
+        try {
+          const rate = await runExample(c, build, options.quick);
+          rates.get(system)!.push(rate);
+          console.log(`${rate.toFixed(1)} ${c.unit}/s`);
+        } catch (error) {
+          failed.set(system, `failed: ${(error as Error).message}`);
+          console.log(`failed: ${(error as Error).message}`);
+        }
+      }
+    }
+    for (const [system] of builds) {
+      const runs = rates.get(system)!;
+      results.push(failed.has(system) ? { caseId: c.id, system, skipped: failed.get(system) } : { caseId: c.id, system, perSecond: median(runs), runs });
+    }
+  }
+  if (options.pytorch) {
+    const seconds = options.quick ? PYTORCH_RL_SECONDS.quick : PYTORCH_RL_SECONDS.full;
+    process.stdout.write(`        PyTorch RPC RL example (pytorch-rl/main.py, world size 5), ${seconds} s ... `);
+    try {
+      const rate = await runPytorchRl(seconds);
+      console.log(`${rate.toFixed(0)} steps/s`);
+      results.push({ caseId: 'rl', system: 'pytorch', perSecond: rate, runs: [rate] });
+    } catch (error) {
+      console.log(`failed: ${(error as Error).message}`);
+      results.push({ caseId: 'rl', system: 'pytorch', skipped: `failed: ${(error as Error).message}` });
+    }
+  }
+  return results;
+}
