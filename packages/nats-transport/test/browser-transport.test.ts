@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import { fileURLToPath } from 'node:url';
-import type { Transport } from '@tensorbus/core';
+import { defaultCodec, tf, type Transport } from '@tensorbus/core';
 import { natsTransport, startNatsServer, type NatsServer } from '../src/index.js';
 import { openPage, servePage, type BrowserPage, type ServedPage } from '../src/testing/browser.js';
 
@@ -65,6 +65,22 @@ test('browser transport - 100 MB crosses both ways, in chunks within max_payload
   // Node sends 100 MB to the page and gets them back.
   const answer = await node.request('tab.echo', patterned(size), { timeoutMs: 60_000 });
   t.true(isPatterned(answer.bytes, size));
+});
+
+test('browser transport - @tensorbus/core runs in the page: TensorFlow.js on WASM (files beside the bundle) computes on tensors a Node worker sent, through the codec both ways, with no tensor left behind', async (t) => {
+  const before = await tab.evaluate<{ backend: string; reason: string; numTensors: number }>('tb.tensors()');
+  t.is(before.backend, 'wasm', before.reason);
+  t.regex(before.reason, new RegExp(`WebAssembly files from ${served.url.replace(/[.]/g, '\\.')}`));
+  const a = tf.randomNormal([64, 32]) as tf.Tensor2D;
+  const b = tf.randomNormal([32, 16]) as tf.Tensor2D;
+  const answer = await node.request('tab.matmul', defaultCodec.encode({ a, b }), { timeoutMs: 10_000 });
+  const { product, backend } = defaultCodec.decode(answer) as { product: tf.Tensor2D; backend: string };
+  const local = tf.matMul(a, b);
+  t.is(backend, 'wasm');
+  t.deepEqual(product.shape, [64, 16]);
+  t.true(tf.max(tf.abs(tf.sub(product, local))).dataSync()[0]! < 1e-4);
+  tf.dispose([a, b, product, local]);
+  t.is((await tab.evaluate<{ numTensors: number }>('tb.tensors()')).numTensors, before.numTensors);
 });
 
 test('browser transport - Node-only options are refused by name in a page', async (t) => {

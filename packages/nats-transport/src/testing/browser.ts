@@ -89,7 +89,7 @@ export async function servePage(entry: string, title = 'tensorbus test page'): P
   if (nodeModules.length > 0) throw new Error(`the page bundle pulled in Node modules: ${nodeModules.join(', ')}`);
   const wasmDir = dirname(createRequire(import.meta.url).resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm'));
   for (const file of readdirSync(wasmDir).filter((name) => name.endsWith('.wasm'))) copyFileSync(join(wasmDir, file), join(dir, file));
-  writeFileSync(join(dir, 'index.html'), `<!doctype html><meta charset="utf-8"><title>${title}</title><body><script type="module" src="bundle.js"></script></body>`);
+  writeFileSync(join(dir, 'index.html'), `<!doctype html><meta charset="utf-8"><title>${title}</title><link rel="icon" href="data:,"><body><script type="module" src="bundle.js"></script></body>`);
   const server = createServer((request, response) => {
     const name = new URL(request.url ?? '/', 'http://x').pathname.slice(1) || 'index.html';
     // Only files this helper wrote: no paths, no dot files.
