@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import { fileURLToPath } from 'node:url';
-import { defaultCodec, tf, type Transport } from '@tensorbus/core';
+import { defaultCodec, RequestFailure, tf, WorkerUnavailableError, type Transport } from '@tensorbus/core';
 import { natsTransport, startNatsServer, type NatsServer } from '../src/index.js';
 import { openPage, servePage, type BrowserPage, type ServedPage } from '../src/testing/browser.js';
 
@@ -87,4 +87,24 @@ test('browser transport - Node-only options are refused by name in a page', asyn
   for (const option of ['direct', 'beacon', 'tls', 'credsFile']) {
     t.is(await tab.evaluate(`tb.refused(${JSON.stringify(option)})`), `TypeError: natsTransport in a browser takes no '${option}' (see docs/browser.md)`);
   }
+});
+
+test('browser transport - a closed tab is gone from the bus: a request to what it served fails at once as no-responders, not by timeout', async (t) => {
+  const other = await openPage(served.url);
+  await other.page.waitForFunction('window.tbReady === true');
+  await other.evaluate(`tb.start(${JSON.stringify(server.wsUrl)}, ${JSON.stringify(`${namespace}x`)})`);
+  const peer = await natsTransport({ servers: server.url, namespace: `${namespace}x` });
+  t.teardown(() => peer.close());
+  t.true(isPatterned((await peer.request('tab.echo', patterned(10), { timeoutMs: 10_000 })).bytes, 10));
+  await other.close();
+  const started = Date.now();
+  let error: unknown;
+  // The server notices the WebSocket closed within moments; from then on nobody serves the subject.
+  while (Date.now() - started < 10_000) {
+    error = await peer.request('tab.echo', patterned(10), { timeoutMs: 10_000 }).then(() => undefined, (e: unknown) => e);
+    if (error) break;
+  }
+  t.true(error instanceof WorkerUnavailableError, String(error));
+  t.is((error as WorkerUnavailableError).reason, RequestFailure.NoResponders);
+  t.true(Date.now() - started < 5_000, `took ${Date.now() - started} ms`);
 });
