@@ -39,7 +39,7 @@ import { isAnnouncement, readAnnouncement, receiveChunked, sendPull } from './ch
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
 import type { DirectPlane, DirectStats } from './direct/direct-plane.js';
 import { H_ROUTE } from './direct/direct-headers.js';
-import { permissionError } from './errors.js';
+import { permissionError, permissionViolation } from './errors.js';
 import type { NatsTransportOptions } from './options.js';
 import type { PendingRequest } from './request/pending-request.js';
 import { PendingRequests } from './request/pending-requests.js';
@@ -206,7 +206,7 @@ export class NatsTransport implements Transport {
       queue: options.queue,
       callback: (err, msg) => {
         if (err) {
-          options.onError?.(err.isPermissionError?.() ? permissionError('subscribe', this.prefix + subject, err) : err);
+          options.onError?.(err.isPermissionError?.() || err.name === 'PermissionViolationError' ? permissionError('subscribe', this.prefix + subject, err) : err);
           return;
         }
         if (!isAnnouncement(msg)) return deliver(msg, Frame.of(msg.data));
@@ -358,23 +358,23 @@ export class NatsTransport implements Transport {
       if (type === 'disconnect' || type === 'reconnecting') this.setStatus('reconnecting');
       else if (type === 'reconnect') this.setStatus('connected');
       // The client puts a permission violation's operation and subject beside its error code, not in it.
-      else if (type === 'error') this.onAsyncError((status as { permissionContext?: unknown }).permissionContext);
+      else if (type === 'error') this.onAsyncError(status as { permissionContext?: unknown; error?: unknown });
     }
   }
 
   /**
    * A permissions violation fails the requests it concerns instead of letting
-   * them time out. The client (nats 2.x) parses the server's text into
-   * `permissionContext` (operation, subject) beside the error code: that is
-   * what is read here, never the text.
+   * them time out. The client parses the server's text into an operation and
+   * a subject (see {@link permissionViolation}): that is what is read here,
+   * never the text.
    */
-  private onAsyncError(data: unknown): void {
-    const context = data as { operation?: unknown; subject?: unknown } | undefined;
-    if (typeof context?.operation !== 'string' || typeof context.subject !== 'string') return;
-    const { operation, subject } = context;
+  private onAsyncError(status: { permissionContext?: unknown; error?: unknown }): void {
+    const violation = permissionViolation(status);
+    if (!violation) return;
+    const { operation, subject } = violation;
     for (const request of this.requests.all()) {
       if (operation === 'publish' ? request.subject === subject : subject.startsWith(this.inbox)) {
-        request.reject(permissionError(operation, subject, data));
+        request.reject(permissionError(operation, subject, status.permissionContext ?? status.error));
       }
     }
   }
