@@ -62,8 +62,9 @@ test('browser transport - 100 MB crosses both ways, in chunks within max_payload
   const size = 100 * 1024 * 1024;
   // The page sends 100 MB to Node and gets them back.
   t.deepEqual(await tab.evaluate(`tb.roundTrip(${size})`), { intact: true, size });
-  // Node sends 100 MB to the page and gets them back.
-  const answer = await node.request('tab.echo', patterned(size), { timeoutMs: 60_000 });
+  // Node sends 100 MB to the page and gets them back. The limit is for a loaded two-core machine
+  // (a page moves a few MB/s there, see docs/browser.md): this test is about integrity, not speed.
+  const answer = await node.request('tab.echo', patterned(size), { timeoutMs: 180_000 });
   t.true(isPatterned(answer.bytes, size));
 });
 
