@@ -35,13 +35,15 @@ export interface NatsConnectOptions {
 export interface StartedNatsServer {
   url: string;
   pid: number | undefined;
+  /** `ws://127.0.0.1:<port>` when started with `websocket`. */
+  wsUrl?: string | undefined;
   stop(): Promise<void>;
 }
 
 /** What actors uses of `@tensorbus/nats-transport`. */
 export interface NatsTransportModule {
   natsTransport(options: NatsConnectOptions): Promise<Transport>;
-  startNatsServer(options: { ownProcessGroup?: boolean }): Promise<StartedNatsServer>;
+  startNatsServer(options: { ownProcessGroup?: boolean; websocket?: { port: number; quiet: boolean } }): Promise<StartedNatsServer>;
 }
 
 /** Node's code for a specifier that resolves to nothing. */

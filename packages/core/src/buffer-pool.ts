@@ -24,11 +24,12 @@
  */
 
 import { Frame } from './owned-frame.js';
+import { envVar } from './env.js';
 
 /** Buffers smaller than this are plain allocations. */
 export const POOL_MIN_BYTES = 256 * 1024;
 
-const limitFromEnv = Number(process.env.TENSORBUS_BUFFER_POOL_BYTES ?? 2 ** 30);
+const limitFromEnv = Number(envVar('TENSORBUS_BUFFER_POOL_BYTES') ?? 2 ** 30);
 const maxFreeBytes = Number.isFinite(limitFromEnv) && limitFromEnv >= 0 ? limitFromEnv : 2 ** 30;
 
 /** Free ArrayBuffers by size class (capacity 2^k). */

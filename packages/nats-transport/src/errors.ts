@@ -7,11 +7,14 @@ import { PermissionDeniedError, TransportError, type TensorbusError } from '@ten
 /** The nats client's codes for credentials the server refused (or that expired). */
 const REFUSED_CREDENTIALS = new Set(['AUTHORIZATION_VIOLATION', 'BAD_AUTHENTICATION', 'BAD_CREDS', 'AUTHENTICATION_EXPIRED', 'ACCOUNT_EXPIRED']);
 
-/** The tensorbus error for a nats client error met while connecting to `servers`, decided by its code. */
+/** The same refusals as classes of nats.js v3 (`@nats-io/nats-core`, the browser's client), which have no code. */
+const REFUSED_CREDENTIALS_V3 = new Set(['AuthorizationError', 'UserAuthenticationExpiredError']);
+
+/** The tensorbus error for a nats client error met while connecting to `servers`, decided by its code (v2) or class (v3). */
 export function connectError(error: unknown, servers: string): TensorbusError {
   const code = String((error as { code?: unknown }).code ?? '');
   const message = error instanceof Error ? error.message : String(error);
-  if (REFUSED_CREDENTIALS.has(code)) {
+  if (REFUSED_CREDENTIALS.has(code) || (error instanceof Error && REFUSED_CREDENTIALS_V3.has(error.name))) {
     return new PermissionDeniedError(`the NATS server at ${servers} refused the credentials (${message}): check user/password, token, nkey or creds`, { cause: error });
   }
   return new TransportError(`cannot connect to NATS at ${servers}: ${message}`, { cause: error });
@@ -43,4 +46,15 @@ export function tlsError(cause: unknown, servers: string): TensorbusError | unde
 /** The tensorbus error for a permissions violation on `subject`. */
 export function permissionError(operation: string, subject: string, cause?: unknown): PermissionDeniedError {
   return new PermissionDeniedError(`the NATS server refused to ${operation === 'publish' ? 'publish to' : 'subscribe to'} '${subject}' for this identity`, { cause });
+}
+
+/**
+ * A permissions violation the nats client reported, as `{ operation, subject }`,
+ * or undefined: nats 2.x puts it in a status's `permissionContext`, nats.js v3
+ * (the browser's client) in a `PermissionViolationError` with the same fields.
+ */
+export function permissionViolation(status: { permissionContext?: unknown; error?: unknown }): { operation: string; subject: string } | undefined {
+  const context = (status.permissionContext ?? (status.error instanceof Error && status.error.name === 'PermissionViolationError' ? status.error : undefined)) as { operation?: unknown; subject?: unknown } | undefined;
+  if (typeof context?.operation !== 'string' || typeof context.subject !== 'string') return undefined;
+  return { operation: context.operation, subject: context.subject };
 }

@@ -3,7 +3,7 @@
  * nats-server for tests, the demo and the launcher.
  * @module
  */
-export { natsTransport } from './nats-transport.js';
+export { natsTransport } from './node-connect.js';
 export type { NatsTransportOptions } from './options.js';
 export { startNatsServer } from './server/start-nats-server.js';
 export type { NatsServer, NatsServerOptions } from './server/start-nats-server.js';

@@ -1,5 +1,6 @@
 /**
- * The tensorbus `Transport` on NATS: request/reply through one multiplexed
+ * The tensorbus `Transport` on NATS (the class; Node's `natsTransport()` that
+ * connects it is in node-connect.ts, the browser's in browser.ts): request/reply through one multiplexed
  * inbox, publish, subscribe, status, and chunked transfers of payloads beyond
  * the server's `max_payload`. Small messages go out as they are, with no
  * header and no copy; large ones are fetched by the receiver over the direct
@@ -12,7 +13,8 @@
  * @module
  */
 import { BehaviorSubject } from 'rxjs';
-import { connect, createInbox, headers, type ConnectionOptions, type Msg, type NatsConnection, type Subscription } from 'nats';
+import type { Msg, NatsConnection, Subscription } from 'nats';
+import { createInbox, headers } from './nats-client.js';
 import {
   ShutdownError,
   TransportError,
@@ -32,17 +34,14 @@ import {
   type TransportSubscription,
 } from '@tensorbus/core';
 import { abortError, holdPayload, letGoPinned, type HeldPayload } from '@tensorbus/core/internal';
-import { beaconHost } from './beacon/beacon-host.js';
 import { importedFrom } from './request-origin.js';
-import type { BeaconConnectionOptions } from './beacon/beacon-protocol.js';
 import { DEFAULT_CHUNK_TIMEOUT_MS, HEADROOM } from './chunks/chunk-protocol.js';
 import { isAnnouncement, readAnnouncement, receiveChunked, sendPull } from './chunks/chunk-receiver.js';
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
-import { checkBusyPollUs } from './direct/busy-poll.js';
-import { DirectPlane, type DirectStats } from './direct/direct-plane.js';
-import { H_ROUTE, lanesOption } from './direct/direct-protocol.js';
-import { connectError, permissionError, tlsError } from './errors.js';
-import { busEncrypted, connectionOptions, type NatsTransportOptions } from './options.js';
+import type { DirectPlane, DirectStats } from './direct/direct-plane.js';
+import { H_ROUTE } from './direct/direct-headers.js';
+import { permissionError, permissionViolation } from './errors.js';
+import type { NatsTransportOptions } from './options.js';
 import type { PendingRequest } from './request/pending-request.js';
 import { PendingRequests } from './request/pending-requests.js';
 import { checkSubject, isValidSubject } from './subject-check.js';
@@ -80,8 +79,6 @@ export class NatsTransport implements Transport {
   private readonly maxTransferBytes: number;
   private readonly smallLimit: number;
   private closed = false;
-  /** What a beacon connects with; undefined when beacons are off. */
-  private readonly beaconConnection: BeaconConnectionOptions | undefined;
   private readonly beacons = new Set<BeaconSlot>();
   /** Request subjects that passed checkSubject, with the namespace put in front (bounded by {@link MAX_CHECKED_SUBJECTS}). */
   private readonly checkedSubjects = new Map<string, string>();
@@ -89,8 +86,10 @@ export class NatsTransport implements Transport {
   constructor(
     private readonly nc: NatsConnection,
     options: NatsTransportOptions,
-    /** Direct routes and data plane; undefined when turned off. */
+    /** Direct routes and data plane; undefined when turned off (and in a browser). */
     private readonly direct?: DirectPlane,
+    /** Starts a beacon slot publishing on a full subject; undefined when beacons are off (and in a browser). */
+    private readonly beaconStarter?: (subject: string, spec: BeaconSpec) => BeaconSlot | undefined,
   ) {
     this.prefix = options.namespace ? `${options.namespace}.` : '';
     this.inboxPrefix = options.inboxPrefix ?? '_INBOX';
@@ -102,7 +101,6 @@ export class NatsTransport implements Transport {
     this.smallLimit = this.maxPayload - HEADROOM;
     this.chunkTimeoutMs = options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS;
     this.maxTransferBytes = options.maxTransferBytes ?? 2 ** 31 - 1;
-    this.beaconConnection = beaconConnection(options);
     this.muxSubscription = nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => this.onReply(err, msg) });
     void this.watchStatus();
     void nc.closed().then(() => this.onClosed());
@@ -210,7 +208,7 @@ export class NatsTransport implements Transport {
       queue: options.queue,
       callback: (err, msg) => {
         if (err) {
-          options.onError?.(err.isPermissionError?.() ? permissionError('subscribe', this.prefix + subject, err) : err);
+          options.onError?.(err.isPermissionError?.() || err.name === 'PermissionViolationError' ? permissionError('subscribe', this.prefix + subject, err) : err);
           return;
         }
         if (!isAnnouncement(msg)) return deliver(msg, Frame.of(msg.data));
@@ -234,10 +232,10 @@ export class NatsTransport implements Transport {
    * beacon/beacon-host.ts). Undefined when beacons are off or cannot run here.
    */
   startBeacon(spec: BeaconSpec): BeaconSlot | undefined {
-    if (this.closed || !this.beaconConnection) return undefined;
+    if (this.closed || !this.beaconStarter) return undefined;
     const subject = this.prefix + spec.subject;
     checkSubject(subject, 'subject');
-    const slot = beaconHost.add(this.beaconConnection, subject, spec);
+    const slot = this.beaconStarter(subject, spec);
     if (!slot) return undefined;
     this.beacons.add(slot);
     return {
@@ -362,23 +360,23 @@ export class NatsTransport implements Transport {
       if (type === 'disconnect' || type === 'reconnecting') this.setStatus('reconnecting');
       else if (type === 'reconnect') this.setStatus('connected');
       // The client puts a permission violation's operation and subject beside its error code, not in it.
-      else if (type === 'error') this.onAsyncError((status as { permissionContext?: unknown }).permissionContext);
+      else if (type === 'error') this.onAsyncError(status as { permissionContext?: unknown; error?: unknown });
     }
   }
 
   /**
    * A permissions violation fails the requests it concerns instead of letting
-   * them time out. The client (nats 2.x) parses the server's text into
-   * `permissionContext` (operation, subject) beside the error code: that is
-   * what is read here, never the text.
+   * them time out. The client parses the server's text into an operation and
+   * a subject (see {@link permissionViolation}): that is what is read here,
+   * never the text.
    */
-  private onAsyncError(data: unknown): void {
-    const context = data as { operation?: unknown; subject?: unknown } | undefined;
-    if (typeof context?.operation !== 'string' || typeof context.subject !== 'string') return;
-    const { operation, subject } = context;
+  private onAsyncError(status: { permissionContext?: unknown; error?: unknown }): void {
+    const violation = permissionViolation(status);
+    if (!violation) return;
+    const { operation, subject } = violation;
     for (const request of this.requests.all()) {
       if (operation === 'publish' ? request.subject === subject : subject.startsWith(this.inbox)) {
-        request.reject(permissionError(operation, subject, data));
+        request.reject(permissionError(operation, subject, status.permissionContext ?? status.error));
       }
     }
   }
@@ -399,91 +397,5 @@ export class NatsTransport implements Transport {
     this.flushes.clear();
     this.setStatus('closed');
     this.status$.complete();
-  }
-}
-
-/** The options a beacon connection is made from; undefined when beacons are off. */
-function beaconConnection(options: NatsTransportOptions): BeaconConnectionOptions | undefined {
-  if (options.beacon === false || process.env.TENSORBUS_BEACON === '0') return undefined;
-  const { namespace: _namespace, direct: _direct, name: _name, chunkTimeoutMs: _chunk, maxTransferBytes: _max, beacon: _beacon, ...connection } = options;
-  // Resolved here: the thread's environment is a copy taken when it started.
-  const resolved = { ...connection, servers: connection.servers ?? process.env.NATS_URL ?? '127.0.0.1:4222' };
-  try {
-    // Options holding functions (an authenticator, a TLS callback) cannot be handed to a thread.
-    structuredClone(resolved);
-  } catch {
-    return undefined;
-  }
-  return resolved;
-}
-
-/**
- * Connects to NATS and returns a Transport.
- *
- * @example
- * ```ts
- * const transport = await natsTransport({ servers: 'nats://127.0.0.1:4222', namespace: 'team-a', user: 'a', pass: 's3cret' });
- * const agent = await initRpc({ name: 'w0', transport });
- * ```
- * @throws PermissionDeniedError when the server refuses the credentials; TransportError when it cannot be reached.
- */
-export async function natsTransport(options: NatsTransportOptions = {}): Promise<Transport> {
-  // Checked before anything is opened: a refused namespace leaves no connection behind.
-  if (options.namespace) checkSubject(options.namespace, 'subject');
-  if (options.inboxPrefix !== undefined) checkSubject(options.inboxPrefix, 'reply subject');
-  if (options.direct && options.direct.busyPollUs !== undefined) checkBusyPollUs(options.direct.busyPollUs);
-  if (options.direct) lanesOption(options.direct.lanes);
-  const connection = connectionOptions(options);
-  const directOff = options.direct === false || process.env.TENSORBUS_DIRECT === '0';
-  const nc = await connectReporting(connection, options.tls !== undefined);
-  let direct: DirectPlane | undefined;
-  if (!directOff) {
-    try {
-      const encrypted = busEncrypted(options, connection.servers as string[], nc.info);
-      direct = await DirectPlane.start(options.direct || {}, {
-        stallTimeoutMs: options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS,
-        maxTransferBytes: options.maxTransferBytes ?? 2 ** 31 - 1,
-        confined: encrypted,
-      });
-    } catch (error) {
-      await nc.close();
-      throw new TransportError(`cannot open the direct data port: ${(error as Error).message} (set direct: false to go through NATS only)`, { cause: error });
-    }
-  }
-  return new NatsTransport(nc, options, direct);
-}
-
-/**
- * Connects, saying what failed. With TLS, a server that refuses the client's
- * certificate closes the connection after the handshake; a client that
- * reconnects only retries it until its timeout and reports a bare TIMEOUT. So
- * a second attempt with reconnection off runs beside the real one: its own
- * error names the TLS failure at once, and the real one is dropped.
- */
-async function connectReporting(connection: ConnectionOptions, tls: boolean): Promise<NatsConnection> {
-  const servers = String(connection.servers);
-  const real = connect(connection);
-  if (!tls) {
-    try {
-      return await real;
-    } catch (error) {
-      throw connectError(error, servers);
-    }
-  }
-  const probe = connect({ ...connection, reconnect: false, maxReconnectAttempts: 0, name: `${connection.name ?? 'tensorbus'} (tls check)` }).then(
-    (nc) => {
-      void nc.close();
-      return undefined;
-    },
-    (error: unknown) => tlsError(error, servers),
-  );
-  const diagnosed = probe.then((error) => (error ? Promise.reject(error) : new Promise<never>(() => undefined)));
-  try {
-    return await Promise.race([real, diagnosed]);
-  } catch (error) {
-    // Whichever failed first: the real attempt must not linger connected or reconnecting.
-    void real.then((nc) => nc.close(), () => undefined);
-    if (error instanceof TransportError || (error as { code?: string }).code === 'PERMISSION_DENIED') throw error;
-    throw (await probe) ?? connectError(error, servers);
   }
 }

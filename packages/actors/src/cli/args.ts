@@ -18,6 +18,8 @@ export interface LaunchArgs {
   dashboardPort: number | undefined;
   /** Keep the dashboard up this long after the workers finished, ms. */
   lingerMs: number;
+  /** The embedded nats-server also serves WebSocket (browser workers) on this port (0: any free one). */
+  websocketPort?: number;
 }
 
 /** Options of `tensorbus status`. */
@@ -55,7 +57,7 @@ export interface DashboardArgs {
 export type CliArgs = LaunchArgs | StatusArgs | GatewayArgs | DashboardArgs | { command: 'help' };
 
 export const USAGE = `usage:
-  tensorbus launch -n N [--names a,b,...] [--namespace NS] [--grace S] [--dashboard PORT [--linger S]] script.js [args...]
+  tensorbus launch -n N [--names a,b,...] [--namespace NS] [--grace S] [--dashboard PORT [--linger S]] [--websocket PORT] script.js [args...]
       Starts N processes of script.js with TENSORBUS_NAME, TENSORBUS_RANK,
       TENSORBUS_WORLD_SIZE and NATS_URL set. Starts an embedded nats-server
       when NATS_URL is not set. Exits non-zero, stopping the rest, when one fails.
@@ -64,6 +66,9 @@ export const USAGE = `usage:
       --dashboard PORT also serves the workers' dashboard on 127.0.0.1:PORT
       (0: any free port) and prints its address; --linger S keeps it up S
       seconds after the workers finished (default 0).
+      --websocket PORT has the embedded nats-server serve WebSocket for
+      browser workers on ws://127.0.0.1:PORT (0: any free port; loopback
+      only, as it has no TLS), given to the workers as TENSORBUS_WS_URL.
   tensorbus status [--server URL] [--namespace NS] [--wait MS]
       Lists the workers of a namespace (server: NATS_URL by default) with
       their host, uptime, backend, transport, calls/s and latency, errors,
@@ -105,6 +110,7 @@ function parseLaunch(rest: string[]): LaunchArgs {
   let graceMs: number | undefined;
   let dashboardPort: number | undefined;
   let lingerMs = 0;
+  let websocketPort: number | undefined;
   let i = 0;
   for (; i < rest.length; i++) {
     const arg = rest[i]!;
@@ -114,6 +120,7 @@ function parseLaunch(rest: string[]): LaunchArgs {
     else if (arg === '--grace') graceMs = Number(take(rest, i++, arg)) * 1000;
     else if (arg === '--dashboard') dashboardPort = port(take(rest, i++, arg));
     else if (arg === '--linger') lingerMs = Number(take(rest, i++, arg)) * 1000;
+    else if (arg === '--websocket') websocketPort = port(take(rest, i++, arg));
     else if (arg.startsWith('-')) throw new Error(`unknown option '${arg}'\n${USAGE}`);
     else break;
   }
@@ -125,7 +132,7 @@ function parseLaunch(rest: string[]): LaunchArgs {
   if (names.length !== count) throw new Error(`--names lists ${names.length} names for -n ${count}`);
   if (graceMs !== undefined && !(graceMs >= 0)) throw new Error(`--grace must be a number of seconds\n${USAGE}`);
   if (!(lingerMs >= 0)) throw new Error(`--linger must be a number of seconds\n${USAGE}`);
-  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1), graceMs, dashboardPort, lingerMs };
+  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1), graceMs, dashboardPort, lingerMs, ...(websocketPort === undefined ? {} : { websocketPort }) };
 }
 
 function parseStatus(rest: string[]): StatusArgs {

@@ -45,15 +45,23 @@ async function startLaunchDashboard(url: string, args: LaunchArgs): Promise<{ ur
 export async function launch(args: LaunchArgs): Promise<number> {
   let url = process.env.NATS_URL;
   let server: { stop(): Promise<void> } | undefined;
+  let wsUrl: string | undefined;
+  if (url && args.websocketPort !== undefined) {
+    say('--websocket needs the embedded nats-server: unset NATS_URL, or open a websocket {} block in your own server');
+    return 2;
+  }
   if (!url) {
     const { startNatsServer } = await loadNatsTransport(
       'NATS_URL is not set, so `tensorbus launch` starts a nats-server,',
       'or set NATS_URL=nats://host:4222 to use a running server',
     );
-    const started = await startNatsServer({ ownProcessGroup: true });
+    const websocket = args.websocketPort === undefined ? undefined : { port: args.websocketPort, quiet: true };
+    const started = await startNatsServer({ ownProcessGroup: true, websocket });
     server = started;
     url = started.url;
+    wsUrl = started.wsUrl;
     say(`started an embedded nats-server at ${url} (pid ${started.pid})`);
+    if (wsUrl) say(`browser workers: ${wsUrl} (WebSocket without TLS, so loopback only)`);
   }
   const dashboard = args.dashboardPort === undefined ? undefined : await startLaunchDashboard(url, args);
   const graceMs = args.graceMs ?? DEFAULT_GRACE_MS;
@@ -113,6 +121,7 @@ export async function launch(args: LaunchArgs): Promise<number> {
             TENSORBUS_LAUNCHER_PID: String(process.pid),
             // The launcher said which backend it uses: a worker on the same one says nothing.
             [BACKEND_SAID_ENV]: tensorBackend(),
+            ...(wsUrl ? { TENSORBUS_WS_URL: wsUrl } : {}),
             ...(args.namespace ? { TENSORBUS_NAMESPACE: args.namespace } : {}),
           },
         });

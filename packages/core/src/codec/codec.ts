@@ -25,6 +25,7 @@ import { encodeState, prepare, type EncodeState } from './prepare.js';
 import { scanEnvelope } from './scan.js';
 import { withSession, type DecodeSession } from './tags.js';
 import { activeBackendIsWasm, tensorBytes } from './tensor-data.js';
+import { envVar } from '../env.js';
 
 export { EXT_ERROR, EXT_MAP, EXT_TENSOR } from './tags.js';
 
@@ -83,7 +84,7 @@ export interface Codec {
   readonly limits: Readonly<Required<CodecLimits>>;
 }
 
-const streamMinFromEnv = Number(process.env.TENSORBUS_STREAM_MIN_BYTES);
+const streamMinFromEnv = Number(envVar('TENSORBUS_STREAM_MIN_BYTES'));
 /**
  * Frames with at least this much tensor data are deferred: read out of tensor
  * memory as they are sent (over TCP), decoded as they arrive, and shared

@@ -7,7 +7,7 @@
 import type { Msg, NatsConnection } from 'nats';
 import { Frame, TransportError } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
-import { H_DIRECT } from '../direct/direct-protocol.js';
+import { H_DIRECT } from '../direct/direct-headers.js';
 import { isValidSubject } from '../subject-check.js';
 import { H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, windowFor, type PullMessage } from './chunk-protocol.js';
 
@@ -89,7 +89,7 @@ export function receiveChunked(nc: NatsConnection, announcement: Announcement, {
     const arm = () => {
       clearTimeout(timer);
       timer = setTimeout(() => fail(`no chunk for ${timeoutMs} ms (the sender is gone or a chunk was lost)`), timeoutMs);
-      timer.unref();
+      timer.unref?.();
     };
     const sub = nc.subscribe(chunkSubject, {
       // A throw in a NATS callback would stop the connection's reader: a failure here fails this transfer only.

@@ -3,11 +3,12 @@
  * serves each receiver's pulls with at most `credit` chunks ahead.
  * @module
  */
-import { headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from 'nats';
+import type { Msg, MsgHdrs, NatsConnection, Subscription } from 'nats';
+import { headers } from '../nats-client.js';
 import { TransportError, type Frame } from '@tensorbus/core';
 import type { Offered } from '../direct/direct-server.js';
 import { isValidSubject } from '../subject-check.js';
-import { H_DIRECT, H_ROUTE } from '../direct/direct-protocol.js';
+import { H_DIRECT, H_ROUTE } from '../direct/direct-headers.js';
 import { DEFAULT_WINDOW, H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, type PullMessage } from './chunk-protocol.js';
 
 /** How a transfer ends for the sender. */
@@ -24,6 +25,8 @@ interface Puller {
 }
 
 let transfers = 0;
+/** Tells this process's transfers from others' in logs: its pid in Node, a random tag in a browser (no process). */
+const senderTag = typeof process === 'undefined' ? `tab-${Math.random().toString(36).slice(2, 10)}` : String(process.pid);
 
 /** What {@link sendChunked} sends, and how. */
 export interface ChunkedSend {
@@ -58,7 +61,7 @@ export function sendChunked(nc: NatsConnection, send: ChunkedSend): SendOutcome 
   const { subject, reply, frame, chunkSize, timeoutMs, inbox, keepForMore = false, direct, route } = send;
   const data = frame.bytes;
   let chunked = false;
-  const transferId = `${process.pid}.${++transfers}`;
+  const transferId = `${senderTag}.${++transfers}`;
   const pullSubject = inbox();
   // Chunks go only to inboxes (the receivers make their chunk subjects as this transport makes its
   // own): a puller cannot have this sender publish the payload on a subject of its choosing.
@@ -77,7 +80,7 @@ export function sendChunked(nc: NatsConnection, send: ChunkedSend): SendOutcome 
   const touch = () => {
     clearTimeout(idle);
     idle = setTimeout(() => finish(keepForMore && pullers.size === 0 && deliveredOnce ? undefined : new TransportError(`chunked transfer ${transferId} to '${subject}' made no progress for ${timeoutMs} ms: the receiver is gone or too slow`)), timeoutMs);
-    idle.unref();
+    idle.unref?.();
   };
   let deliveredOnce = false;
   let sub: Subscription | undefined;

@@ -77,10 +77,7 @@ import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { InvalidArgumentError } from '@tensorbus/core';
 
-/** Header of an announcement that offers a direct fetch. */
-export const H_DIRECT = 'tb-direct';
-/** Header of a reply that offers a direct route for later requests to its subject. */
-export const H_ROUTE = 'tb-route';
+export { H_DIRECT, H_ROUTE } from './direct-headers.js';
 /** Request op: send me the payload of this token. */
 export const OP_GET = 0x01;
 /** Request op: a request to a subject served over a direct route. */

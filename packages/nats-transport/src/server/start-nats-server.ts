@@ -38,6 +38,13 @@ export interface NatsServerOptions {
    * when it is done (the launcher does, after its workers). Default false.
    */
   ownProcessGroup?: boolean;
+  /**
+   * Also serve NATS over WebSocket (for browser workers): `true` on a free
+   * port, or `{ port }`. Without TLS it listens on 127.0.0.1 only (a page
+   * elsewhere needs a TLS front such as a reverse proxy), and says so on
+   * stderr unless `quiet`; the address is {@link NatsServer.wsUrl}.
+   */
+  websocket?: boolean | { port?: number; quiet?: boolean };
 }
 
 /** A running nats-server. */
@@ -46,6 +53,8 @@ export interface NatsServer {
   readonly url: string;
   readonly port: number;
   readonly pid: number;
+  /** `ws://127.0.0.1:<port>` when started with `websocket`, else undefined. */
+  readonly wsUrl: string | undefined;
   /** Stops the server (SIGTERM, then SIGKILL) and removes its files. */
   stop(): Promise<void>;
   /** Restarts the server on the same port (to test reconnection). */
@@ -97,6 +106,8 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   const args = ['-a', '127.0.0.1', '-p', String(port)];
   const lines = [options.config ?? ''];
   if (options.maxPayload !== undefined) lines.push(`max_payload: ${options.maxPayload}`);
+  const wsPort = await websocketPort(options.websocket);
+  if (wsPort !== undefined) lines.push(websocketBlock(wsPort, options.websocket));
   const configText = lines.join('\n').trim();
   if (options.configFile && !configText) {
     args.push('-c', resolve(options.configFile));
@@ -130,7 +141,9 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     (child.stderr as unknown as { unref?: () => void }).unref?.();
     child.on('exit', () => running.delete(child));
     try {
-      await waitForPort(port, options.startTimeoutMs ?? 10_000, () => child.exitCode === null && child.signalCode === null);
+      const alive = () => child.exitCode === null && child.signalCode === null;
+      await waitForPort(port, options.startTimeoutMs ?? 10_000, alive);
+      if (wsPort !== undefined) await waitForPort(wsPort, options.startTimeoutMs ?? 10_000, alive);
     } catch (error) {
       child.kill('SIGKILL');
       throw new Error(`nats-server (${binary}) did not start: ${(error as Error).message}\n${log}`);
@@ -153,6 +166,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    wsUrl: wsPort === undefined ? undefined : `ws://127.0.0.1:${wsPort}`,
     get pid() {
       return child.pid!;
     },
@@ -165,4 +179,24 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       await launch();
     },
   };
+}
+
+/** The WebSocket port `option` asks for (a free one for `true`), undefined when off. */
+async function websocketPort(option: NatsServerOptions['websocket']): Promise<number | undefined> {
+  if (!option) return undefined;
+  const port = option === true ? undefined : option.port;
+  if (port === undefined || port === 0) return freePort();
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new RangeError(`websocket port must be an integer in 1..65535, got ${port}`);
+  return port;
+}
+
+/**
+ * The `websocket {}` block: plain WebSocket (no_tls) on loopback only, so
+ * nothing off this host reaches the bus unencrypted. Says so unless quiet.
+ */
+function websocketBlock(port: number, option: NatsServerOptions['websocket']): string {
+  if (!(typeof option === 'object' && option.quiet)) {
+    process.stderr.write(`[tensorbus] nats-server WebSocket on ws://127.0.0.1:${port}: without TLS, so on loopback only (put a TLS proxy in front to serve other hosts)\n`);
+  }
+  return `websocket {\n  host: "127.0.0.1"\n  port: ${port}\n  no_tls: true\n}`;
 }

@@ -16,7 +16,7 @@
  * @module
  */
 import { localTransport, type Transport } from '@tensorbus/core';
-import { natsTransport } from '../nats-transport.js';
+import { natsTransport } from '../node-connect.js';
 import type { NatsTransportOptions } from '../options.js';
 import { startNatsServer, type NatsServer, type NatsServerOptions } from '../server/start-nats-server.js';
 
