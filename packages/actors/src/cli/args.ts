@@ -3,6 +3,7 @@
  * @module
  */
 import { DASHBOARD_PORT } from '../dashboard/server.js';
+import type { RestartPolicy } from './restart-budget.js';
 
 /** Options of `tensorbus launch`. */
 export interface LaunchArgs {
@@ -18,6 +19,8 @@ export interface LaunchArgs {
   dashboardPort: number | undefined;
   /** Keep the dashboard up this long after the workers finished, ms. */
   lingerMs: number;
+  /** Restarts of failed workers (`--max-restarts`, `--restart-window`, `--restart-strategy`); none by default. */
+  restarts: RestartPolicy;
 }
 
 /** Options of `tensorbus status`. */
@@ -55,7 +58,8 @@ export interface DashboardArgs {
 export type CliArgs = LaunchArgs | StatusArgs | GatewayArgs | DashboardArgs | { command: 'help' };
 
 export const USAGE = `usage:
-  tensorbus launch -n N [--names a,b,...] [--namespace NS] [--grace S] [--dashboard PORT [--linger S]] script.js [args...]
+  tensorbus launch -n N [--names a,b,...] [--namespace NS] [--grace S] [--dashboard PORT [--linger S]]
+                   [--max-restarts N [--restart-window S] [--restart-strategy one|all]] script.js [args...]
       Starts N processes of script.js with TENSORBUS_NAME, TENSORBUS_RANK,
       TENSORBUS_WORLD_SIZE and NATS_URL set. Starts an embedded nats-server
       when NATS_URL is not set. Exits non-zero, stopping the rest, when one fails.
@@ -64,6 +68,12 @@ export const USAGE = `usage:
       --dashboard PORT also serves the workers' dashboard on 127.0.0.1:PORT
       (0: any free port) and prints its address; --linger S keeps it up S
       seconds after the workers finished (default 0).
+      --max-restarts N restarts a worker that exits non-zero, is killed, or
+      is declared failed by the others (then killed first), under its name
+      and rank with TENSORBUS_RESTART_COUNT set; past N restarts within
+      --restart-window S (default: the whole run) it stops the group and
+      exits with that worker's code. --restart-strategy all restarts every
+      worker with the failed one (default: one). See docs/supervision.md.
   tensorbus status [--server URL] [--namespace NS] [--wait MS]
       Lists the workers of a namespace (server: NATS_URL by default) with
       their host, uptime, backend, transport, calls/s and latency, errors,
@@ -104,6 +114,7 @@ function parseLaunch(rest: string[]): LaunchArgs {
   let graceMs: number | undefined;
   let dashboardPort: number | undefined;
   let lingerMs = 0;
+  const restarts: RestartPolicy = { maxRestarts: 0, windowMs: Infinity, strategy: 'one' };
   let i = 0;
   for (; i < rest.length; i++) {
     const arg = rest[i]!;
@@ -113,6 +124,9 @@ function parseLaunch(rest: string[]): LaunchArgs {
     else if (arg === '--grace') graceMs = Number(take(rest, i++, arg)) * 1000;
     else if (arg === '--dashboard') dashboardPort = port(take(rest, i++, arg));
     else if (arg === '--linger') lingerMs = Number(take(rest, i++, arg)) * 1000;
+    else if (arg === '--max-restarts') restarts.maxRestarts = Number(take(rest, i++, arg));
+    else if (arg === '--restart-window') restarts.windowMs = Number(take(rest, i++, arg)) * 1000;
+    else if (arg === '--restart-strategy') restarts.strategy = strategy(take(rest, i++, arg));
     else if (arg.startsWith('-')) throw new Error(`unknown option '${arg}'\n${USAGE}`);
     else break;
   }
@@ -124,7 +138,14 @@ function parseLaunch(rest: string[]): LaunchArgs {
   if (names.length !== count) throw new Error(`--names lists ${names.length} names for -n ${count}`);
   if (graceMs !== undefined && !(graceMs >= 0)) throw new Error(`--grace must be a number of seconds\n${USAGE}`);
   if (!(lingerMs >= 0)) throw new Error(`--linger must be a number of seconds\n${USAGE}`);
-  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1), graceMs, dashboardPort, lingerMs };
+  if (!Number.isInteger(restarts.maxRestarts) || restarts.maxRestarts < 0) throw new Error(`--max-restarts must be a non-negative integer\n${USAGE}`);
+  if (!(restarts.windowMs > 0)) throw new Error(`--restart-window must be a positive number of seconds\n${USAGE}`);
+  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1), graceMs, dashboardPort, lingerMs, restarts };
+}
+
+function strategy(value: string): RestartPolicy['strategy'] {
+  if (value !== 'one' && value !== 'all') throw new Error(`--restart-strategy is 'one' or 'all', got '${value}'\n${USAGE}`);
+  return value;
 }
 
 function parseStatus(rest: string[]): StatusArgs {

@@ -281,6 +281,11 @@ export class Membership implements MembershipFace {
     return this.departed.get(name)?.reason;
   }
 
+  /** The instance id of `name` while it is a member, or of its last instance once it left or failed. */
+  instanceOf(name: string): string | undefined {
+    return (this.members.get(name) ?? this.departed.get(name))?.inst;
+  }
+
   /**
    * The X25519 key `name` announced (this worker's own for its name), while it
    * is a member or after it was declared failed (the same instance may speak
