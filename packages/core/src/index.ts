@@ -56,6 +56,7 @@ export {
   PermissionDeniedError,
   MissingPackageError,
   TransportError,
+  CheckpointError,
   GatewayError,
 } from './errors.js';
 export type { ErrorCode, RRefErrorCode, AutogradErrorCode, GatewayErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';

@@ -21,6 +21,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:os';
 import { createInterface } from 'node:readline';
 import { loadNatsTransport } from '../nats-loader.js';
@@ -86,13 +87,16 @@ export async function launch(args: LaunchArgs): Promise<number> {
       'NATS_URL is not set, so `tensorbus launch` starts a nats-server,',
       'or set NATS_URL=nats://host:4222 to use a running server',
     );
-    const started = await startNatsServer({ ownProcessGroup: true });
+    // JetStream keeps the workers' checkpoints (checkpointStore) across their restarts, for the run.
+    const started = await startNatsServer({ ownProcessGroup: true, jetstream: true });
     server = started;
     url = started.url;
     say(`started an embedded nats-server at ${url} (pid ${started.pid})`);
   }
   const dashboard = args.dashboardPort === undefined ? undefined : await startLaunchDashboard(url, args);
   const graceMs = args.graceMs ?? DEFAULT_GRACE_MS;
+  // The group's checkpoints are signed with one secret: the user's, or one made for this run.
+  const checkpointSecret = process.env.TENSORBUS_CHECKPOINT_SECRET ?? randomBytes(32).toString('hex');
   const width = Math.max(...args.names.map((n) => n.length));
   const children = new Map<string, ChildProcess>();
   let exitCode = 0;
@@ -170,6 +174,7 @@ export async function launch(args: LaunchArgs): Promise<number> {
         TENSORBUS_RANK: String(rank),
         TENSORBUS_WORLD_SIZE: String(args.count),
         TENSORBUS_LAUNCHER_PID: String(process.pid),
+        TENSORBUS_CHECKPOINT_SECRET: checkpointSecret,
         ...(supervising ? { TENSORBUS_RESTART_COUNT: String(slot.restarts) } : {}),
         ...(args.namespace ? { TENSORBUS_NAMESPACE: args.namespace } : {}),
       },

@@ -15,7 +15,8 @@ export interface NatsCluster {
 
 /**
  * Starts `size` (default 3) nats-servers routed into one cluster, and resolves
- * once every route is up.
+ * once every route is up. With `jetstream`, each node keeps a JetStream store
+ * of its own and the nodes form one JetStream cluster (replicated streams).
  *
  * @example
  * ```ts
@@ -24,7 +25,7 @@ export interface NatsCluster {
  * const b = await natsTransport({ servers: cluster.urls[2] });
  * ```
  */
-export async function startNatsCluster(options: { size?: number; config?: string } = {}): Promise<NatsCluster> {
+export async function startNatsCluster(options: { size?: number; config?: string; jetstream?: boolean } = {}): Promise<NatsCluster> {
   const size = options.size ?? 3;
   const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
   const monitorPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
@@ -32,6 +33,7 @@ export async function startNatsCluster(options: { size?: number; config?: string
   const servers = await Promise.all(
     routePorts.map((routePort, i) =>
       startNatsServer({
+        jetstream: options.jetstream,
         config: [
           options.config ?? '',
           `server_name: tb-node-${i}`,

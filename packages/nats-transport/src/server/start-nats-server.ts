@@ -38,6 +38,13 @@ export interface NatsServerOptions {
    * when it is done (the launcher does, after its workers). Default false.
    */
   ownProcessGroup?: boolean;
+  /**
+   * Enables JetStream (checkpoints, checkpoint-store.ts). `true` keeps its
+   * files in the server's temporary directory, removed by `stop()`; a
+   * `storeDir` is kept (a later server started on it finds its streams again).
+   * `restart()` keeps the store either way.
+   */
+  jetstream?: boolean | { storeDir: string };
 }
 
 /** A running nats-server. */
@@ -97,6 +104,10 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   const args = ['-a', '127.0.0.1', '-p', String(port)];
   const lines = [options.config ?? ''];
   if (options.maxPayload !== undefined) lines.push(`max_payload: ${options.maxPayload}`);
+  if (options.jetstream) {
+    const storeDir = options.jetstream === true ? join(dir, 'jetstream') : resolve(options.jetstream.storeDir);
+    lines.push(`jetstream { store_dir: ${JSON.stringify(storeDir)} }`);
+  }
   const configText = lines.join('\n').trim();
   if (options.configFile && !configText) {
     args.push('-c', resolve(options.configFile));
