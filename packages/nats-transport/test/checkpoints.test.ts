@@ -141,11 +141,12 @@ test.serial('checkpoints - with three replicas in a 3-node JetStream cluster, a 
     await nc.close();
     await cluster.servers[0]!.stop();
     // The streams elect new leaders among the two nodes left; a read waits for that.
-    const reader = await checkpointStore({ servers: cluster.urls[1], secret: SECRET, replicas: 3 });
+    let reader: CheckpointStore | undefined;
     let loaded: Awaited<ReturnType<CheckpointStore['load']>>;
     const deadline = Date.now() + 30_000;
     for (;;) {
       try {
+        reader ??= await checkpointStore({ servers: cluster.urls[1], secret: SECRET, replicas: 3 });
         loaded = await reader.load('ps');
         break;
       } catch (error) {
@@ -157,7 +158,7 @@ test.serial('checkpoints - with three replicas in a 3-node JetStream cluster, a 
     t.deepEqual(Array.from(await (loaded!.w as tf.Tensor).data()), Array.from(await w.data()));
     (loaded!.w as tf.Tensor).dispose();
     w.dispose();
-    await reader.close();
+    await reader!.close();
   } finally {
     await cluster.stop();
   }
