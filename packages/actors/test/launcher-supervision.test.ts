@@ -71,6 +71,23 @@ test.serial('supervision - a SIGSTOPped worker that membership declares failed i
   }
 });
 
+test.serial('supervision - --restart-strategy all: a killed worker is restarted with every other worker, each with its restart count', async (t) => {
+  const launched = launch(['-n', '2', '--names', 'w0,w1', '--max-restarts', '1', '--restart-strategy', 'all', worker, 'serve']);
+  try {
+    await launched.printed(/ready w\d \d+ restart=0/, 2);
+    const w0 = pidOf(launched, 'w0', 0);
+    process.kill(pidOf(launched, 'w1', 0), 'SIGKILL');
+    await launched.printed(/ready w\d \d+ restart=1/, 2);
+    t.regex(launched.err(), /restarting w0 with the others \(restart 1\)/);
+    t.not(pidOf(launched, 'w0', 1), w0);
+    t.deepEqual(await allGone([w0], 5_000), [], 'the first w0 was stopped');
+    process.kill(-launched.launcher.pid!, 'SIGINT');
+    t.is(await launched.exit, 130);
+  } finally {
+    await stop(launched);
+  }
+});
+
 test.serial('supervision - N+1 failures within the window stop the group, saying which worker and why, with its exit code', async (t) => {
   const launched = launch(['-n', '2', '--names', 'w0,w1', '--max-restarts', '2', '--restart-window', '120', '--grace', '5', worker, 'fail']);
   try {
