@@ -8,6 +8,7 @@ import { resolveOptions, type InitRpcOptions } from './agent/options.js';
 import type { AnyPlugin } from './agent/agent-host.js';
 import { agentOf, RpcAgent } from './agent/rpc-agent.js';
 import { watchLauncher } from './cli/launcher-watch.js';
+import { reportToLauncher } from './cli/launcher-report.js';
 
 const running = new Set<RpcAgent>();
 
@@ -44,6 +45,7 @@ export async function startAgent(options: InitRpcOptions, plugins: readonly AnyP
   }
   running.add(agent);
   watchLauncher();
+  reportToLauncher(agent);
   agent.whenStopped(() => running.delete(agent));
   return agent;
 }

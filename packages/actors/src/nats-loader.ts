@@ -43,7 +43,7 @@ export interface StartedNatsServer {
 /** What actors uses of `@tensorbus/nats-transport`. */
 export interface NatsTransportModule {
   natsTransport(options: NatsConnectOptions): Promise<Transport>;
-  startNatsServer(options: { ownProcessGroup?: boolean; websocket?: { port: number; quiet: boolean } }): Promise<StartedNatsServer>;
+  startNatsServer(options: { ownProcessGroup?: boolean; jetstream?: boolean; websocket?: { port: number; quiet: boolean } }): Promise<StartedNatsServer>;
 }
 
 /** Node's code for a specifier that resolves to nothing. */

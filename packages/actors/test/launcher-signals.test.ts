@@ -5,76 +5,12 @@
  * and a worker started without what it needs says what is missing.
  */
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { allGone, cleanEnv, launch, pidsOf } from './launcher-helpers.js';
 
-const cli = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const worker = fileURLToPath(new URL('./fixtures/signal-worker.js', import.meta.url));
-
-/** The environment of a terminal with no tensorbus variables set. */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, TENSORBUS_QUIET: '1', ...extra };
-  for (const key of ['NATS_URL', 'TENSORBUS_NAME', 'TENSORBUS_RANK', 'TENSORBUS_WORLD_SIZE', 'TENSORBUS_NAMESPACE', 'TENSORBUS_LAUNCHER_PID']) {
-    if (!(key in extra)) delete env[key];
-  }
-  return env;
-}
-
-interface Launched {
-  launcher: ChildProcess;
-  out: () => string;
-  err: () => string;
-  /** Resolves once `pattern` has been printed `count` times on stdout or stderr. */
-  printed(pattern: RegExp, count?: number, timeoutMs?: number): Promise<void>;
-  exit: Promise<number | null>;
-}
-
-/** Starts `tensorbus launch` as the leader of a process group of its own (a terminal's foreground job). */
-function launch(args: string[]): Launched {
-  const launcher = spawn(process.execPath, [cli, 'launch', ...args], { env: cleanEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  launcher.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  launcher.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exit = once(launcher, 'exit').then(([code]) => code as number | null);
-  return {
-    launcher,
-    out: () => out,
-    err: () => err,
-    exit,
-    async printed(pattern, count = 1, timeoutMs = 60_000) {
-      const deadline = Date.now() + timeoutMs;
-      const global = new RegExp(pattern.source, 'g');
-      while (((out + err).match(global)?.length ?? 0) < count) {
-        if (Date.now() > deadline) throw new Error(`not printed in time: ${pattern}\n--- stdout\n${out}\n--- stderr\n${err}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    },
-  };
-}
-
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Pids of the workers (from their `ready` lines) and of the embedded nats-server. */
-function pidsOf(launched: Launched): number[] {
-  const workers = [...launched.out().matchAll(/ready \S+ (\d+)/g)].map((m) => Number(m[1]));
-  const server = /embedded nats-server at \S+ \(pid (\d+)\)/.exec(launched.err());
-  return [...workers, ...(server ? [Number(server[1])] : [])];
-}
-
-async function allGone(pids: number[], timeoutMs = 10_000): Promise<number[]> {
-  const deadline = Date.now() + timeoutMs;
-  while (pids.some(running) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-  return pids.filter(running);
-}
 
 test.serial('launcher - Ctrl-C: workers shut down gracefully while the embedded nats-server stays up, then nothing is left and the exit code is 130', async (t) => {
   const launched = launch(['-n', '3', '--names', 'w0,w1,w2', worker, 'graceful']);

@@ -18,6 +18,7 @@ import {
   ShutdownError,
   TensorbusError,
   TransportError,
+  CheckpointError,
   UnknownFunctionError,
   WorkerUnavailableError,
   type AutogradErrorCode,
@@ -92,6 +93,7 @@ const rebuilders = new Map<string, Rebuilder>([
   ['PERMISSION_DENIED', (m, o) => new PermissionDeniedError(m, o)],
   ['MISSING_PACKAGE', (m, o) => new MissingPackageError(m, o)],
   ['TRANSPORT', (m, o) => new TransportError(m, o)],
+  ['CHECKPOINT_INVALID', (m, o) => new CheckpointError(m, o)],
 ]);
 for (const code of ['RREF_NOT_OWNER', 'RREF_RELEASED', 'RREF_CREATION_FAILED', 'RREF_OWNER_LOST', 'RREF_LIMIT_EXCEEDED'] satisfies RRefErrorCode[]) {
   rebuilders.set(code, (m, o) => new RRefError(code, m, o));

@@ -34,6 +34,7 @@ export type ErrorCode =
   | 'PERMISSION_DENIED'
   | 'MISSING_PACKAGE'
   | 'TRANSPORT'
+  | 'CHECKPOINT_INVALID'
   | GatewayErrorCode;
 
 /** Options common to every tensorbus error. */
@@ -221,6 +222,17 @@ export class MissingPackageError extends TensorbusError {
 export class TransportError extends TensorbusError {
   constructor(message: string, options: TensorbusErrorOptions = {}) {
     super('TRANSPORT', message, { retryable: true, ...options });
+  }
+}
+
+/**
+ * A checkpoint was refused as it was read: truncated or corrupt, not of the
+ * shape or dtype the reader expects, or not signed by the reader's account.
+ * Not retryable: the reader starts fresh (and says so) or writes a new one.
+ */
+export class CheckpointError extends TensorbusError {
+  constructor(message: string, options: TensorbusErrorOptions = {}) {
+    super('CHECKPOINT_INVALID', message, options);
   }
 }
 

@@ -57,6 +57,7 @@ export {
   PermissionDeniedError,
   MissingPackageError,
   TransportError,
+  CheckpointError,
   GatewayError,
 } from './errors.js';
 export type { ErrorCode, RRefErrorCode, AutogradErrorCode, StreamErrorCode, GatewayErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';

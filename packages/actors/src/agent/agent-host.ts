@@ -4,6 +4,7 @@
  * {@link RpcAgent} is a thin face over it.
  * @module
  */
+import type { Observable } from 'rxjs';
 import { InvalidArgumentError, ShutdownError, WorkerUnavailableError, type Transport } from '@tensorbus/core';
 import { lookupCallable } from '../registry/functions.js';
 import { CallAuth } from './call-auth.js';
@@ -36,6 +37,8 @@ export interface MembershipFace extends MembersView, PluginLifecycle {
   readonly identity: Identity;
   /** The X25519 key `name` announced, while it can still send (see call-auth.ts). */
   dhKeyOf(name: string): string | undefined;
+  /** Each name a new instance took up after an earlier one left or failed (a restarted worker). */
+  readonly rejoined$: Observable<string>;
 }
 
 /** A plugin of the list an agent installs. */
@@ -81,6 +84,11 @@ export class WorkerHost implements AgentHost {
       this.calls.failAll(gone, new WorkerUnavailableError(`worker '${gone}' ${departureReason(reason, this.options.failureTimeoutMs)}`));
       // A failed worker may speak again as the same instance: its counters stay, so nothing it sent can be replayed.
       if (reason === 'left') this.callAuth.forget(gone);
+    });
+    // A new incarnation has received nothing yet: shutdown's barrier counts its calls from zero on both sides.
+    this.members.rejoined$.subscribe((name) => {
+      delete this.calls.sentTo[name];
+      delete this.server.receivedFrom[name];
     });
     for (const plugin of plugins) this.install(plugin);
   }

@@ -3,6 +3,7 @@
  * @module
  */
 import { DASHBOARD_PORT } from '../dashboard/server.js';
+import type { RestartPolicy } from './restart-budget.js';
 
 /** Options of `tensorbus launch`. */
 export interface LaunchArgs {
@@ -20,6 +21,8 @@ export interface LaunchArgs {
   lingerMs: number;
   /** The embedded nats-server also serves WebSocket (browser workers) on this port (0: any free one). */
   websocketPort?: number;
+  /** Restarts of failed workers (`--max-restarts`, `--restart-window`, `--restart-strategy`); none by default. */
+  restarts: RestartPolicy;
 }
 
 /** Options of `tensorbus status`. */
@@ -57,7 +60,8 @@ export interface DashboardArgs {
 export type CliArgs = LaunchArgs | StatusArgs | GatewayArgs | DashboardArgs | { command: 'help' };
 
 export const USAGE = `usage:
-  tensorbus launch -n N [--names a,b,...] [--namespace NS] [--grace S] [--dashboard PORT [--linger S]] [--websocket PORT] script.js [args...]
+  tensorbus launch -n N [--names a,b,...] [--namespace NS] [--grace S] [--dashboard PORT [--linger S]] [--websocket PORT]
+                   [--max-restarts N [--restart-window S] [--restart-strategy one|all]] script.js [args...]
       Starts N processes of script.js with TENSORBUS_NAME, TENSORBUS_RANK,
       TENSORBUS_WORLD_SIZE and NATS_URL set. Starts an embedded nats-server
       when NATS_URL is not set. Exits non-zero, stopping the rest, when one fails.
@@ -69,6 +73,12 @@ export const USAGE = `usage:
       --websocket PORT has the embedded nats-server serve WebSocket for
       browser workers on ws://127.0.0.1:PORT (0: any free port; loopback
       only, as it has no TLS), given to the workers as TENSORBUS_WS_URL.
+      --max-restarts N restarts a worker that exits non-zero, is killed, or
+      is declared failed by the others (then killed first), under its name
+      and rank with TENSORBUS_RESTART_COUNT set; past N restarts within
+      --restart-window S (default: the whole run) it stops the group and
+      exits with that worker's code. --restart-strategy all restarts every
+      worker with the failed one (default: one). See docs/supervision.md.
   tensorbus status [--server URL] [--namespace NS] [--wait MS]
       Lists the workers of a namespace (server: NATS_URL by default) with
       their host, uptime, backend, transport, calls/s and latency, errors,
@@ -111,6 +121,7 @@ function parseLaunch(rest: string[]): LaunchArgs {
   let dashboardPort: number | undefined;
   let lingerMs = 0;
   let websocketPort: number | undefined;
+  const restarts: RestartPolicy = { maxRestarts: 0, windowMs: Infinity, strategy: 'one' };
   let i = 0;
   for (; i < rest.length; i++) {
     const arg = rest[i]!;
@@ -121,6 +132,9 @@ function parseLaunch(rest: string[]): LaunchArgs {
     else if (arg === '--dashboard') dashboardPort = port(take(rest, i++, arg));
     else if (arg === '--linger') lingerMs = Number(take(rest, i++, arg)) * 1000;
     else if (arg === '--websocket') websocketPort = port(take(rest, i++, arg));
+    else if (arg === '--max-restarts') restarts.maxRestarts = Number(take(rest, i++, arg));
+    else if (arg === '--restart-window') restarts.windowMs = Number(take(rest, i++, arg)) * 1000;
+    else if (arg === '--restart-strategy') restarts.strategy = strategy(take(rest, i++, arg));
     else if (arg.startsWith('-')) throw new Error(`unknown option '${arg}'\n${USAGE}`);
     else break;
   }
@@ -132,7 +146,14 @@ function parseLaunch(rest: string[]): LaunchArgs {
   if (names.length !== count) throw new Error(`--names lists ${names.length} names for -n ${count}`);
   if (graceMs !== undefined && !(graceMs >= 0)) throw new Error(`--grace must be a number of seconds\n${USAGE}`);
   if (!(lingerMs >= 0)) throw new Error(`--linger must be a number of seconds\n${USAGE}`);
-  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1), graceMs, dashboardPort, lingerMs, ...(websocketPort === undefined ? {} : { websocketPort }) };
+  if (!Number.isInteger(restarts.maxRestarts) || restarts.maxRestarts < 0) throw new Error(`--max-restarts must be a non-negative integer\n${USAGE}`);
+  if (!(restarts.windowMs > 0)) throw new Error(`--restart-window must be a positive number of seconds\n${USAGE}`);
+  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1), graceMs, dashboardPort, lingerMs, restarts, ...(websocketPort === undefined ? {} : { websocketPort }) };
+}
+
+function strategy(value: string): RestartPolicy['strategy'] {
+  if (value !== 'one' && value !== 'all') throw new Error(`--restart-strategy is 'one' or 'all', got '${value}'\n${USAGE}`);
+  return value;
 }
 
 function parseStatus(rest: string[]): StatusArgs {

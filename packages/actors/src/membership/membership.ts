@@ -119,6 +119,8 @@ export class Membership implements MembershipFace {
   readonly membership$ = new BehaviorSubject<WorkerInfo[]>([]);
   /** Fires when a worker leaves or is declared failed. */
   readonly gone$ = new Subject<Departure>();
+  /** Fires when a new instance takes up the name of one that left or failed (a restarted worker). */
+  readonly rejoined$ = new Subject<string>();
   /** This worker's keys. */
   readonly identity = new Identity();
   /** Announcements dropped: malformed, badly signed, replayed, or claiming a name bound to other keys. */
@@ -279,6 +281,11 @@ export class Membership implements MembershipFace {
   /** Why `name` left, if it was a member that left or failed and has not come back. */
   departure(name: string): Departure['reason'] | undefined {
     return this.departed.get(name)?.reason;
+  }
+
+  /** The instance id of `name` while it is a member, or of its last instance once it left or failed. */
+  instanceOf(name: string): string | undefined {
+    return (this.members.get(name) ?? this.departed.get(name))?.inst;
   }
 
   /**
@@ -584,6 +591,7 @@ export class Membership implements MembershipFace {
     // A static worker numbered by name announces -1 until it has counted everyone.
     // A final id never changes: an announcement of another one by the same instance is not taken in.
     if (existing && existing.inst === inst && existing.info.id >= 0) id = existing.info.id;
+    const earlier = this.departed.get(name)?.inst;
     this.departed.delete(name);
     const keys: Binding = from
       ? { inst, signKey: from.sk, dhKey: from.xk, seq: from.q }
@@ -596,6 +604,7 @@ export class Membership implements MembershipFace {
       return;
     }
     this.members.set(name, { ...keys, info: { name, id }, joinedAt, lastSeen: Date.now(), late });
+    if (earlier !== undefined && earlier !== inst) this.rejoined$.next(name);
     this.publishView();
   }
 

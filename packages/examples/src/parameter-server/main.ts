@@ -5,6 +5,11 @@
  *
  *   tensorbus launch -n 5 --names ps,trainer1,trainer2,trainer3,trainer4 main.js [--epochs 60] [--pace MS]
  *
+ * With `--checkpoint-every K` (and `tensorbus launch --max-restarts N`), `ps`
+ * saves its state to JetStream every K epochs; killed, it is restarted by the
+ * launcher and restores it; the trainers, whose calls fail meanwhile, wait for
+ * it, fetch its step and parameters and carry on from there (checkpoint.ts).
+ *
  * `--pace MS` makes the trainers pause at each epoch (`npm run demo` uses it
  * so that the dashboard it serves shows the learning as it happens).
  *
@@ -21,7 +26,8 @@ import { progressBar } from '../common/progress.js';
 import { writeChart } from '../common/svg-chart.js';
 import { loadIris, shard } from './data.js';
 import { evaluate, gradients } from './model.js';
-import { fetchParams, hostParameterServer, pushGradients } from './server.js';
+import { BatchUpdateParameterServer, fetchState, hostParameterServer, pushGradients } from './server.js';
+import { ParameterServerCheckpoints, type CurvePoint } from './checkpoint.js';
 import { flagReader } from '../common/args.js';
 
 interface Settings {
@@ -31,6 +37,8 @@ interface Settings {
   out: string;
   /** Trainers pause this long at each epoch, ms (the demo slows down so that its dashboard can be watched). */
   paceMs: number;
+  /** `ps` saves a checkpoint every this many epochs (0: never). */
+  checkpointEvery: number;
 }
 
 function settings(argv: string[]): Settings {
@@ -41,6 +49,7 @@ function settings(argv: string[]): Settings {
     learningRate: Number(value('--lr', '0.02')),
     out: resolve(value('--out', 'out')),
     paceMs: Number(value('--pace', '0')),
+    checkpointEvery: Number(value('--checkpoint-every', '0')),
   };
 }
 
@@ -48,9 +57,9 @@ async function runServer(agent: RpcAgent, s: Settings): Promise<void> {
   const data = loadIris();
   const trainers = agent.workers().length - 1;
   const stepsPerEpoch = Math.ceil(Math.ceil(data.train.labels.length / trainers) / s.batchSize);
-  const curve: Array<{ epoch: number; trainLoss: number; testLoss: number; testAccuracy: number }> = [];
+  let curve: CurvePoint[] = [];
   const started = Date.now();
-  console.log(`parameter server on '${agent.self.name}': ${trainers} trainers, ${s.epochs} epochs of ${stepsPerEpoch} batched updates, TensorFlow.js backend ${tensorBackend()}`);
+  console.log(`parameter server on '${agent.self.name}' (pid ${process.pid}): ${trainers} trainers, ${s.epochs} epochs of ${stepsPerEpoch} batched updates, TensorFlow.js backend ${tensorBackend()}`);
   const report = (epoch: number) => {
     const train = evaluate(ps.params, data.train.features, data.train.labels);
     const test = evaluate(ps.params, data.test.features, data.test.labels);
@@ -61,11 +70,28 @@ async function runServer(agent: RpcAgent, s: Settings): Promise<void> {
     reportStat(agent, 'epoch', epoch);
     console.log(`epoch ${String(epoch).padStart(3)}/${s.epochs} ${progressBar(epoch, s.epochs)}  train loss ${train.loss.toFixed(3)}  test accuracy ${(100 * test.accuracy).toFixed(1)}%`);
   };
-  const ps = hostParameterServer(trainers, s.learningRate, (step) => {
-    if (step % stepsPerEpoch === 0) report(step / stepsPerEpoch);
+  const checkpoints = s.checkpointEvery > 0 ? await ParameterServerCheckpoints.open() : undefined;
+  const ps = new BatchUpdateParameterServer(trainers, s.learningRate, async (step) => {
+    if (step % stepsPerEpoch !== 0) return;
+    const epoch = step / stepsPerEpoch;
+    report(epoch);
+    if (checkpoints && epoch % s.checkpointEvery === 0) {
+      await checkpoints.save(ps, curve);
+      console.log(`checkpoint saved at epoch ${epoch}`);
+    }
   });
-  report(0);
+  const restart = Number(process.env.TENSORBUS_RESTART_COUNT ?? 0);
+  const restored = checkpoints && restart > 0 ? await checkpoints.restore(ps) : undefined;
+  if (restored) {
+    curve = restored;
+    console.log(`restart ${restart}: restored the checkpoint of epoch ${ps.step / stepsPerEpoch} (step ${ps.step})`);
+  } else {
+    if (checkpoints && restart === 0) await checkpoints.clear();
+    report(0);
+  }
+  hostParameterServer(ps);
   await agent.shutdown({ timeoutMs: 0 });
+  await checkpoints?.close();
   mkdirSync(s.out, { recursive: true });
   const final = curve[curve.length - 1]!;
   writeFileSync(join(s.out, 'parameter-server.json'), JSON.stringify({ trainers, epochs: s.epochs, seconds: (Date.now() - started) / 1000, curve }, null, 2));
@@ -86,23 +112,46 @@ async function runServer(agent: RpcAgent, s: Settings): Promise<void> {
   console.log(`plot written to ${chart}`);
 }
 
+/** Fetches ps's step and parameters, retrying while ps is away (restarting), for at most two minutes. */
+async function awaitServer(agent: RpcAgent): Promise<{ step: number; params: TfNamespace.Tensor[] }> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      return await agent.rpcSync('ps', fetchState, [], { timeoutMs: 10_000 });
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
 async function runTrainer(agent: RpcAgent, s: Settings): Promise<void> {
   const data = loadIris();
   const trainers = agent.workers().length - 1;
   const mine = shard(data.train, agent.self.id - 1, trainers);
   const stepsPerEpoch = Math.ceil(Math.ceil(data.train.labels.length / trainers) / s.batchSize);
-  let params: TfNamespace.Tensor[] = await agent.rpcSync('ps', fetchParams, []);
-  for (let epoch = 0; epoch < s.epochs; epoch++) {
-    reportStat(agent, 'epoch', epoch);
-    if (s.paceMs > 0) await new Promise((resolve) => setTimeout(resolve, s.paceMs));
-    for (let step = 0; step < stepsPerEpoch; step++) {
-      const from = (step * s.batchSize) % mine.labels.length;
-      const rows = Array.from({ length: s.batchSize }, (_, k) => (from + k) % mine.labels.length);
-      const x = tf.tensor2d(rows.map((r) => mine.features[r]!));
-      const y = tf.tensor1d(rows.map((r) => mine.labels[r]!), 'int32');
-      const grads = gradients(params, x, y);
-      tf.dispose([x, y, ...params]);
-      params = await agent.rpcSync('ps', pushGradients, [grads]);
+  const totalSteps = s.epochs * stepsPerEpoch;
+  let { step, params } = await agent.rpcSync('ps', fetchState, []);
+  while (step < totalSteps) {
+    if (step % stepsPerEpoch === 0) {
+      reportStat(agent, 'epoch', step / stepsPerEpoch);
+      if (s.paceMs > 0) await new Promise((resolve) => setTimeout(resolve, s.paceMs));
+    }
+    const from = ((step % stepsPerEpoch) * s.batchSize) % mine.labels.length;
+    const rows = Array.from({ length: s.batchSize }, (_, k) => (from + k) % mine.labels.length);
+    const x = tf.tensor2d(rows.map((r) => mine.features[r]!));
+    const y = tf.tensor1d(rows.map((r) => mine.labels[r]!), 'int32');
+    const grads = gradients(params, x, y);
+    tf.dispose([x, y, ...params]);
+    try {
+      params = await agent.rpcSync('ps', pushGradients, [step, grads]);
+      step++;
+    } catch (error) {
+      // ps went away (or came back from a checkpoint at another step): wait for it and carry on from its step.
+      console.log(`step ${step}: ${(error as { code?: string }).code ?? (error as Error).message}; waiting for ps`);
+      ({ step, params } = await awaitServer(agent));
+      console.log(`ps is back at step ${step}`);
+    } finally {
       tf.dispose(grads);
     }
   }

@@ -15,7 +15,8 @@ export interface NatsCluster {
 
 /**
  * Starts `size` (default 3) nats-servers routed into one cluster, and resolves
- * once every route is up.
+ * once every route is up. With `jetstream`, each node keeps a JetStream store
+ * of its own and the nodes form one JetStream cluster (replicated streams).
  *
  * @example
  * ```ts
@@ -24,7 +25,7 @@ export interface NatsCluster {
  * const b = await natsTransport({ servers: cluster.urls[2] });
  * ```
  */
-export async function startNatsCluster(options: { size?: number; config?: string } = {}): Promise<NatsCluster> {
+export async function startNatsCluster(options: { size?: number; config?: string; jetstream?: boolean } = {}): Promise<NatsCluster> {
   const size = options.size ?? 3;
   const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
   const monitorPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
@@ -32,6 +33,7 @@ export async function startNatsCluster(options: { size?: number; config?: string
   const servers = await Promise.all(
     routePorts.map((routePort, i) =>
       startNatsServer({
+        jetstream: options.jetstream,
         config: [
           options.config ?? '',
           `server_name: tb-node-${i}`,
@@ -46,6 +48,7 @@ export async function startNatsCluster(options: { size?: number; config?: string
     ),
   );
   await waitForRoutes(monitorPorts, size - 1);
+  if (options.jetstream) await waitForMetaLeader(monitorPorts);
   return {
     urls: servers.map((s) => s.url),
     servers,
@@ -74,4 +77,24 @@ async function waitForRoutes(monitorPorts: number[], expected: number, timeoutMs
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`the NATS cluster's routes did not come up within ${timeoutMs} ms`);
+}
+
+/** Polls each server's `/jsz` until every one knows the JetStream cluster's meta leader (streams can be made then). */
+async function waitForMetaLeader(monitorPorts: number[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const leaders = await Promise.all(
+      monitorPorts.map(async (port) => {
+        try {
+          const body = (await (await fetch(`http://127.0.0.1:${port}/jsz`)).json()) as { meta_cluster?: { leader?: string } };
+          return body.meta_cluster?.leader ?? '';
+        } catch {
+          return '';
+        }
+      }),
+    );
+    if (leaders.every((leader) => leader !== '')) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the NATS cluster's JetStream did not elect a meta leader within ${timeoutMs} ms`);
 }

@@ -45,6 +45,13 @@ export interface NatsServerOptions {
    * stderr unless `quiet`; the address is {@link NatsServer.wsUrl}.
    */
   websocket?: boolean | { port?: number; quiet?: boolean };
+  /**
+   * Enables JetStream (checkpoints, checkpoint-store.ts). `true` keeps its
+   * files in the server's temporary directory, removed by `stop()`; a
+   * `storeDir` is kept (a later server started on it finds its streams again).
+   * `restart()` keeps the store either way.
+   */
+  jetstream?: boolean | { storeDir: string };
 }
 
 /** A running nats-server. */
@@ -108,6 +115,10 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   if (options.maxPayload !== undefined) lines.push(`max_payload: ${options.maxPayload}`);
   const wsPort = await websocketPort(options.websocket);
   if (wsPort !== undefined) lines.push(websocketBlock(wsPort, options.websocket));
+  if (options.jetstream) {
+    const storeDir = options.jetstream === true ? join(dir, 'jetstream') : resolve(options.jetstream.storeDir);
+    lines.push(`jetstream { store_dir: ${JSON.stringify(storeDir)} }`);
+  }
   const configText = lines.join('\n').trim();
   if (options.configFile && !configText) {
     args.push('-c', resolve(options.configFile));

@@ -1,0 +1,12 @@
+import { loadShm } from '../packages/nats-transport/dist/src/shm/shm-native.js';
+const b = loadShm().binding;
+const [, shm] = b.create(8 << 20);
+const dst = new Uint8Array(shm, 0, 4 << 20);
+const mem = new WebAssembly.Memory({ initial: 256 });
+const src = new Uint8Array(mem.buffer, 1 << 20, 4 << 20);
+const heap2 = new Uint8Array(new ArrayBuffer(4 << 20));
+const t = (name, f) => { for (let i = 0; i < 50; i++) f(); const a = performance.now(); for (let i = 0; i < 200; i++) f(); console.log(name, ((performance.now() - a) / 200 * 1000).toFixed(0), 'µs'); };
+t('wasm->shm whole', () => dst.set(src));
+t('wasm->shm 256K chunks', () => { for (let o = 0; o < src.length; o += 262144) dst.set(src.subarray(o, o + 262144), o); });
+t('shm->wasm whole', () => src.set(dst));
+t('heap->heap', () => heap2.set(src));
