@@ -127,7 +127,7 @@ for (const kind of transportKinds()) {
     t.pass();
   });
 
-  test(`${kind.name} - gateway handles - a client that goes idle loses its handles after the idle timeout; the owner holds nothing after`, async (t) => {
+  test.serial(`${kind.name} - gateway handles - a client that goes idle loses its handles after the idle timeout; the owner holds nothing after`, async (t) => {
     const { gateway, workers } = await workerAndGateway(t, kind, { handleIdleMs: 2_000 });
     for (let i = 0; i < 3; i++) await post(gateway.url, callBody('w1.gw.Counter', `<value><int>${i}</int></value>`));
     // Idle time counts from the end of the last request: all three are still held.
@@ -137,14 +137,14 @@ for (const kind of transportKinds()) {
     t.deepEqual(workers[0]!.rrefStats(), NO_RREFS);
   });
 
-  test(`${kind.name} - gateway handles - a call that lasts longer than the idle timeout does not cost its client its handles`, async (t) => {
+  test.serial(`${kind.name} - gateway handles - a call that lasts longer than the idle timeout does not cost its client its handles`, async (t) => {
     const { gateway } = await workerAndGateway(t, kind, { handleIdleMs: 1_000 });
     await post(gateway.url, callBody('w1.gw.Counter', '<value><int>0</int></value>'));
     t.regex((await post(gateway.url, callBody('w1.gw.slow', '<value><int>3000</int></value>'))).text, /<int>3000<\/int>/);
     t.is(gateway.handleCount('anonymous:127.0.0.1'), 1, 'a client with a call in flight is not idle');
   });
 
-  test(`${kind.name} - gateway handles - a client that keeps making requests keeps its handles past the idle timeout`, async (t) => {
+  test.serial(`${kind.name} - gateway handles - a client that keeps making requests keeps its handles past the idle timeout`, async (t) => {
     const { gateway, workers } = await workerAndGateway(t, kind, { handleIdleMs: 1_000 });
     const made = await post(gateway.url, callBody('w1.gw.Counter', '<value><int>0</int></value>'));
     const handle = /<string>(rref-[^<]+)<\/string>/.exec(made.text)![1]!;

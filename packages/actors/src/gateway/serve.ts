@@ -118,6 +118,8 @@ function takeSlot(parts: GatewayParts, client: string): () => void {
 async function serveCall(parts: GatewayParts, principal: Principal, request: IncomingMessage, response: ServerResponse, record: RequestRecord): Promise<void> {
   const { limits } = parts.options;
   const { client } = principal;
+  // A request's arrival is activity too: the client is not idle while its body is read, before it takes a slot.
+  parts.handles.touch(client);
   const budget = new RequestBudget(limits);
   const retries = { count: 0 };
   // A client that goes away before its answer (its connection closed) cancels its calls and frees its slot at once.

@@ -6,7 +6,7 @@
  * figure leaves its target 'n/a'.
  * @module
  */
-import { formatRatio } from '../report/format.js';
+import { formatRatio } from '../report/ratio.js';
 import { APP_CASES, type AppCase } from './app-cases.js';
 import type { AppResult } from './run-apps.js';
 

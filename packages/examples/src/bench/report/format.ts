@@ -24,11 +24,7 @@ export function formatMB(bytes: number): string {
   return `${Math.round(bytes / (1 << 20)).toLocaleString('en-US')} MB`;
 }
 
-/** `0.85x` (two significant digits below 10). */
-export function formatRatio(ratio: number): string {
-  if (!Number.isFinite(ratio)) return 'n/a';
-  return `${ratio >= 10 ? ratio.toFixed(0) : ratio.toPrecision(2)}x`;
-}
+export { formatRatio } from './ratio.js';
 
 /** The headline figure of a result: a time, a rate, or why there is none. */
 export function formatFigure(result: CaseResult | undefined): string {
