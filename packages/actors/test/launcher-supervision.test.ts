@@ -109,6 +109,8 @@ test.serial('supervision - an RRef of the killed incarnation fails with RREF_OWN
   const launched = launch(['-n', '2', '--names', 'w0,w1', '--max-restarts', '1', worker, 'rref']);
   try {
     await launched.printed(/old rref made/);
+    // w1's ready line comes through its own pipe: it may follow w0's lines.
+    await launched.printed(/ready w1 \d+ restart=0/);
     process.kill(pidOf(launched, 'w1', 0), 'SIGKILL');
     await launched.printed(/new w1 counter: \d+/);
     t.regex(launched.out(), /\[w0\] old rref: RREF_OWNER_LOST/);
