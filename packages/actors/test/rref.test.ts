@@ -152,7 +152,7 @@ for (const kind of transportKinds()) {
     await stopAll(agents);
   });
 
-  test(t('proxies run a tensor\'s methods on its owner, from the owner and from a user, and leak nothing'), async (tt) => {
+  test.serial(t('proxies run a tensor\'s methods on its owner, from the owner and from a user, and leak nothing'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b']);
     const [a, b] = agents;
     const baseline = tf.memory().numTensors;
