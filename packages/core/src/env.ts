@@ -8,3 +8,9 @@
 export function envVar(name: string): string | undefined {
   return typeof process === 'undefined' ? undefined : process.env[name];
 }
+
+/**
+ * Set by a process that said which backend it uses (`tensorbus launch`) for
+ * the processes it starts: one that ends on the same backend says nothing.
+ */
+export const BACKEND_SAID_ENV = 'TENSORBUS_BACKEND_SAID';

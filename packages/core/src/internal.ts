@@ -33,4 +33,4 @@ export {
   withActiveTape,
 } from './tf-internals.js';
 export type { EngineHooks, TapeNode, WasmHeap } from './tf-internals.js';
-export { BACKEND_SAID_ENV } from './tf.js';
+export { BACKEND_SAID_ENV } from './env.js';

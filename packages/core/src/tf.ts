@@ -6,7 +6,7 @@
  * plain CPU backend. `TENSORBUS_BACKEND=tensorflow|wasm|cpu` forces a choice.
  * Which one is in use is said once to stderr (silence it with
  * `TENSORBUS_QUIET=1`; a process started by `tensorbus launch`, which said it
- * already, says it only when its own differs: {@link BACKEND_SAID_ENV}) and
+ * already, says it only when its own differs: `TENSORBUS_BACKEND_SAID`) and
  * returned by {@link tensorBackend}.
  *
  * @example
@@ -19,6 +19,7 @@
  */
 import type * as TfNamespace from '@tensorflow/tfjs';
 import { speedUpWasmTransposedMatMul } from './wasm-matmul.js';
+import { BACKEND_SAID_ENV } from './env.js';
 
 /** The name of the TensorFlow.js backend in use. */
 export type TensorBackendName = 'tensorflow' | 'wasm' | 'cpu';
@@ -123,11 +124,6 @@ const SPOKEN: Record<TensorBackendName, string> = {
   cpu: 'plain JavaScript (slow)',
 };
 
-/**
- * Set by a process that said which backend it uses (`tensorbus launch`) for
- * the processes it starts: one that ends on the same backend says nothing.
- */
-export const BACKEND_SAID_ENV = 'TENSORBUS_BACKEND_SAID';
 
 /** The line that says which backend this process uses, and why. */
 function backendLine(): string {
