@@ -78,6 +78,11 @@ test.serial(`${first.name} - gateway hostile values - long text around comments,
   const sent = `${long('x')} &lt;&amp;&gt;&#65;&#x42; ${long('y')}<!-- ${long('c')} -->${long('z')}<![CDATA[${long('<')}]]>${long('w')}`;
   const echoed = await post(gateway.url, callBody('w1.gw.echo', `<value><string>${sent}</string></value>`));
   t.is(/<string>([^]*)<\/string>/.exec(echoed.text)?.[1], `${long('x')} &lt;&amp;&gt;AB ${long('y')}${long('z')}${long('&lt;')}${long('w')}`);
+  // Long whitespace around the root element (as pretty printers write it) is still accepted.
+  const spaced = callBody('w1.gw.echo', int(9)).replace('<methodCall>', `\n${' '.repeat(40)}<methodCall>`) + `\n${' '.repeat(40)}`;
+  t.regex((await post(gateway.url, spaced)).text, /<int>9<\/int>/);
+  const trailing = await post(gateway.url, `${callBody('w1.gw.echo', int(9))}${long('t')}`);
+  t.is(faultCodeOf(trailing.text), FAULT_CODES.GATEWAY_BAD_REQUEST, 'text after the root element is still refused');
   const control = await post(gateway.url, callBody('w1.gw.echo', `<value><string>${long('x')}\u0001${long('y')}</string></value>`));
   t.is(faultCodeOf(control.text), FAULT_CODES.GATEWAY_BAD_REQUEST, control.text);
   t.regex(control.text, /U\+0001/);

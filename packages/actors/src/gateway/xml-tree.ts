@@ -114,7 +114,7 @@ interface Prescanned {
  * throws GATEWAY_LIMIT_EXCEEDED when elements nest deeper than
  * `bounds.maxTags` or number more than `bounds.maxElements`, and takes each
  * run of text longer than {@link KEEP_TEXT} out of the body, leaving its
- * mark. A run with an `&` that starts no reference is GATEWAY_BAD_REQUEST,
+ * mark (whitespace around the root element is dropped). A run with an `&` that starts no reference is GATEWAY_BAD_REQUEST,
  * as the validator would have said.
  */
 function prescan(text: string, bounds: ParseBounds): Prescanned {
@@ -129,6 +129,11 @@ function prescan(text: string, bounds: ParseBounds): Prescanned {
   const takeText = (end: number) => {
     if (end - copied <= KEEP_TEXT) return;
     const run = text.slice(copied, end);
+    if (depth === 0 && !/\S/.test(run)) {
+      // Whitespace around the root element means nothing: dropped (a mark there would not be well formed).
+      copied = end;
+      return;
+    }
     if (BARE_AMPERSAND.test(run)) throw new GatewayError('GATEWAY_BAD_REQUEST', "the body is not well-formed XML: an '&' in text starts no entity or character reference");
     pieces.push(MARK, String(texts.length), MARK);
     texts.push(run);
