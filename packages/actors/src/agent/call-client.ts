@@ -162,7 +162,9 @@ export class CallClient {
       replyBytesLength ||= replyBytes.byteLength;
       if (bytes !== undefined) bytes.received = replyBytesLength;
       if (profiled) arrivedAt = performance.now();
-      const reply = parseReply(decoder ? decoder.result() : defaultCodec.decode(replyBytes, context));
+      const { reply, counted } = parseReply(decoder ? decoder.result() : defaultCodec.decode(replyBytes, context));
+      // The callee did not count this call as ours (it could not check who sent it): neither does shutdown's barrier.
+      if (!counted) this.sentTo[to]!--;
       if (profiled) {
         recorded = true;
         this.recordCall(to, fn, startedAt, sentAt, arrivedAt, payload.byteLength, replyBytesLength, reply[0] === OK ? reply[2] : undefined, reply[0] === OK ? undefined : reply[1].code);

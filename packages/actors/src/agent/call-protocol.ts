@@ -7,7 +7,11 @@
  *
  * The third element of an OK reply is the callee's timing report (µs of
  * queueing and of the run), sent only when the request's meta has `prof: 1`
- * (the caller is profiling). See docs/rpc.md for the flows and guarantees.
+ * (the caller is profiling). A reply to a request the callee did not count
+ * in its `receivedFrom` (its sender was not shown, or it was refused before
+ * its sender was known) is of kind OK_UNCOUNTED or ERROR_UNCOUNTED, so the
+ * caller takes it out of its `sentTo` and shutdown's barrier never waits for
+ * a call nobody counted. See docs/rpc.md for the flows and guarantees.
  * @module
  */
 import { SerializationError } from '@tensorbus/core';
@@ -26,6 +30,9 @@ export const STREAM = 1;
 /** Reply kinds. */
 export const OK = 0;
 export const ERROR = 1;
+/** The same replies, to a request the callee did not count as its sender's (see the module's note). */
+export const OK_UNCOUNTED = 2;
+export const ERROR_UNCOUNTED = 3;
 
 /** How a stream is opened: where items go, and the initial credit. */
 export interface StreamOpen {
@@ -68,13 +75,27 @@ export function parseRequest(value: unknown): CallRequest {
   return { kind: kind as CallRequest['kind'], fn, args, meta: meta as CallMeta, open: open as StreamOpen | undefined };
 }
 
+/** A checked reply, and whether the callee counted its request as its sender's. */
+export interface ParsedReply {
+  reply: CallReply;
+  counted: boolean;
+}
+
 /** Checks a decoded reply's shape. */
-export function parseReply(value: unknown): CallReply {
-  if (!Array.isArray(value) || !(value.length === 2 || (value.length === 3 && value[0] === OK)) || (value[0] !== OK && value[0] !== ERROR)) {
+export function parseReply(value: unknown): ParsedReply {
+  if (!Array.isArray(value) || typeof value[0] !== 'number' || value[0] < OK || value[0] > ERROR_UNCOUNTED || !Number.isInteger(value[0])) {
     throw new SerializationError('reply is not a tensorbus reply');
   }
-  if (value[0] === ERROR && (typeof value[1] !== 'object' || value[1] === null)) {
+  const counted = value[0] === OK || value[0] === ERROR;
+  const kind = counted ? value[0] : value[0] - OK_UNCOUNTED;
+  if (!(value.length === 2 || (value.length === 3 && kind === OK))) throw new SerializationError('reply is not a tensorbus reply');
+  if (kind === ERROR && (typeof value[1] !== 'object' || value[1] === null)) {
     throw new SerializationError('malformed error reply');
   }
-  return value as CallReply;
+  return { reply: (counted ? value : [kind, ...value.slice(1)]) as CallReply, counted };
+}
+
+/** The kind of a reply: `kind` (OK or ERROR) as it is, or its uncounted form when the callee did not count the request. */
+export function replyKind(kind: typeof OK | typeof ERROR, counted: boolean): number {
+  return counted ? kind : kind + OK_UNCOUNTED;
 }

@@ -15,7 +15,7 @@ import { isRefusal, type CallLog } from './call-log.js';
 import type { CallerIdentity } from './call-context.js';
 import { callScope, type AgentHost, type CallReferences, type CallWrapper, type StreamStarter, type WireContext } from './host.js';
 import { CallTensors, outsideCalls } from './call-tensors.js';
-import { CALL, ERROR, OK, parseRequest, type CallRequest } from './call-protocol.js';
+import { CALL, ERROR, OK, parseRequest, replyKind, type CallRequest } from './call-protocol.js';
 import type { WireTiming } from './profiler.js';
 import { callSubject } from './subjects.js';
 import { observeServe, type ObservedServe } from '../observe/call-spans.js';
@@ -110,7 +110,7 @@ export class CallServer {
       if (!message.reply) return arrived?.decoder.abandon();
       if (!this.accepting) {
         arrived?.decoder.abandon();
-        this.answerError(message, undefined, errorToWire(new ShutdownError(`worker '${this.name}' is shutting down`)));
+        this.answerError(message, undefined, errorToWire(new ShutdownError(`worker '${this.name}' is shutting down`)), false);
         return;
       }
       let request: CallRequest;
@@ -136,7 +136,7 @@ export class CallServer {
         // Refused after decoding (not a call, or a sender that cannot be checked): what it carried goes now.
         disposeTransient(decoded);
         if (received.length > 0) this.references?.settled(received);
-        this.answerError(message, undefined, errorToWire(error));
+        this.answerError(message, undefined, errorToWire(error), false);
         return;
       }
       if (this.references === undefined) {
@@ -207,19 +207,20 @@ export class CallServer {
       made?.close();
       // The function failed; a refusal (unknown function or method, RRef or context, a peer over its bounds) is the caller's to fix.
       if (entry !== undefined && !isRefusal(error)) this.log.failed(callDescription(entry, request.args), caller.name, error);
-      this.answerError(message, context, remoteErrorFrom(this.name, error), observed);
+      this.answerError(message, context, remoteErrorFrom(this.name, error), caller.verified, observed);
       return;
     }
     let bytes: Payload;
     try {
-      const reply = timing ? [OK, result, timing] : [OK, result];
+      const kind = replyKind(OK, caller.verified);
+      const reply = timing ? [kind, result, timing] : [kind, result];
       // A large result is read out of tensor memory as it is sent (it is kept until then).
       bytes = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing(reply, context) : defaultCodec.encode(reply, context);
     } catch (error) {
       disposeTransient(request.args, result);
       made?.close();
       const reason = error instanceof Error ? error.message : String(error);
-      this.answerError(message, context, errorToWire(new SerializationError(`worker '${this.name}' cannot encode the result of '${request.fn}': ${reason}`)), observed);
+      this.answerError(message, context, errorToWire(new SerializationError(`worker '${this.name}' cannot encode the result of '${request.fn}': ${reason}`)), caller.verified, observed);
       return;
     }
     if (request.kind === CALL) disposeTransient(request.args, result);
@@ -236,9 +237,10 @@ export class CallServer {
     }
   }
 
-  private answerError(message: InboundMessage, context: WireContext | undefined, wire: WireError, observed?: ObservedServe): void {
+  /** Answers with `wire`; `counted` says whether this request was counted in `receivedFrom` (the caller's `sentTo` follows it). */
+  private answerError(message: InboundMessage, context: WireContext | undefined, wire: WireError, counted: boolean, observed?: ObservedServe): void {
     try {
-      const bytes = defaultCodec.encode([ERROR, wire], context);
+      const bytes = defaultCodec.encode([replyKind(ERROR, counted), wire], context);
       observed?.answered(bytes);
       message.respond(bytes);
     } catch {

@@ -8,6 +8,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { Authenticator } from './auth.js';
+import { BodyBudget } from './body-budget.js';
 import { HandleTable } from './handles.js';
 import { IdentityAgents, type IdentityConnector } from './identities.js';
 import { boundConnections } from './connections.js';
@@ -34,7 +35,7 @@ export async function launchGateway(options: GatewayOptions = {}): Promise<Gatew
   const { maxHandlesPerClient, maxHandlesPerIdentity, maxClients } = resolved.limits;
   const limits = { maxHandlesPerClient, maxHandlesPerIdentity, maxClients, idleMs: resolved.handleIdleMs };
   const handles = new HandleTable(limits, (client) => inFlight.has(client));
-  const parts: GatewayParts = { options: resolved, auth, agents, handles, listings: new Listings(), inFlight };
+  const parts: GatewayParts = { options: resolved, auth, agents, handles, listings: new Listings(), inFlight, bodies: new BodyBudget(resolved.limits.maxBodyBytesInFlight, resolved.limits.maxBodyBytesInFlightPerAddress) };
   const handler = (request: Parameters<typeof serve>[1], response: Parameters<typeof serve>[2]) => void serve(parts, request, response);
   // Header timeouts are checked this often (Node's default, 30 s, would let a silent connection stay three times too long).
   const checking = { connectionsCheckingInterval: Math.max(100, Math.min(1_000, resolved.limits.headersTimeoutMs / 4)) };

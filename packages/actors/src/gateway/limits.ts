@@ -10,6 +10,15 @@ import { InvalidArgumentError } from '@tensorbus/core';
 export interface GatewayLimits {
   /** Largest request body, bytes; counted while it is read (default 8 MiB). */
   maxBodyBytes: number;
+  /**
+   * Bytes of request bodies the gateway holds at once, from when a body's
+   * length is declared (or its bytes arrive) until it is parsed or its
+   * connection ends (default 16 × `maxBodyBytes`, 128 MiB); a body past it
+   * is refused with HTTP 503 and `Retry-After`. At least `maxBodyBytes`.
+   */
+  maxBodyBytesInFlight: number;
+  /** The same, for the bodies from one client address (default 4 × `maxBodyBytes`, 32 MiB). At least `maxBodyBytes`. */
+  maxBodyBytesInFlightPerAddress: number;
   /** Time a request body may take to arrive, ms (default 10,000). */
   bodyTimeoutMs: number;
   /** Deepest nesting of arrays and structs in a call or a result (default 32). */
@@ -46,6 +55,8 @@ export interface GatewayLimits {
 /** The defaults (see {@link GatewayLimits}). */
 export const DEFAULT_GATEWAY_LIMITS: Readonly<GatewayLimits> = Object.freeze({
   maxBodyBytes: 8 * 1024 * 1024,
+  maxBodyBytesInFlight: 16 * 8 * 1024 * 1024,
+  maxBodyBytesInFlightPerAddress: 4 * 8 * 1024 * 1024,
   bodyTimeoutMs: 10_000,
   maxDepth: 32,
   maxValues: 100_000,
@@ -61,7 +72,12 @@ export const DEFAULT_GATEWAY_LIMITS: Readonly<GatewayLimits> = Object.freeze({
   maxResultBytes: 64 * 1024 * 1024,
 });
 
-/** `limits` over the defaults; throws InvalidArgumentError on a value that is not a positive integer. */
+/**
+ * `limits` over the defaults (the budgets of bodies in flight, when not
+ * given, 16 and 4 times `maxBodyBytes`); throws InvalidArgumentError on a
+ * value that is not a positive integer, or a budget of bodies smaller than
+ * one body.
+ */
 export function resolveLimits(limits: Partial<GatewayLimits> = {}): GatewayLimits {
   const out = { ...DEFAULT_GATEWAY_LIMITS };
   for (const [key, value] of Object.entries(limits)) {
@@ -69,6 +85,11 @@ export function resolveLimits(limits: Partial<GatewayLimits> = {}): GatewayLimit
     if (value === undefined) continue;
     if (!Number.isSafeInteger(value) || value < 1) throw new InvalidArgumentError(`gateway limit ${key} must be a positive integer, got ${String(value)}`);
     (out as Record<string, number>)[key] = value;
+  }
+  out.maxBodyBytesInFlight = limits.maxBodyBytesInFlight ?? Math.max(DEFAULT_GATEWAY_LIMITS.maxBodyBytesInFlight, 16 * out.maxBodyBytes);
+  out.maxBodyBytesInFlightPerAddress = limits.maxBodyBytesInFlightPerAddress ?? Math.max(DEFAULT_GATEWAY_LIMITS.maxBodyBytesInFlightPerAddress, 4 * out.maxBodyBytes);
+  for (const key of ['maxBodyBytesInFlight', 'maxBodyBytesInFlightPerAddress'] as const) {
+    if (out[key] < out.maxBodyBytes) throw new InvalidArgumentError(`gateway limit ${key} (${out[key]}) must be at least maxBodyBytes (${out.maxBodyBytes}): no body of the largest size could be read`);
   }
   return out;
 }

@@ -13,6 +13,7 @@ import { GatewayError, tf } from '@tensorbus/core';
 import { forEachTensor } from '../tensors.js';
 import type { Authenticator, Principal } from './auth.js';
 import { readBody } from './body.js';
+import { BODY_RETRY_AFTER_S, BodiesBusyError, type BodyBudget } from './body-budget.js';
 import { faultOf } from './faults.js';
 import type { HandleTable } from './handles.js';
 import type { IdentityAgents } from './identities.js';
@@ -38,6 +39,8 @@ export interface GatewayParts {
   listings: Listings;
   /** Requests in flight by client. */
   inFlight: Map<string, number>;
+  /** Bytes of request bodies held until they are parsed, in all and per address. */
+  bodies: BodyBudget;
 }
 
 function refuse(response: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
@@ -130,13 +133,25 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
   response.once('close', onClose);
   let giveBack: (() => void) | undefined;
   let result: unknown;
+  const bodyHold = parts.bodies.hold(request.socket.remoteAddress ?? '?');
   try {
-    // The body first, within its size and time: a slow or abandoned body holds no slot.
-    const body = await readBody(request, limits.maxBodyBytes, limits.bodyTimeoutMs).catch((error: unknown) => {
+    // The body first, within its size, time and the budget of bodies in flight: a slow or abandoned body holds no slot.
+    let body: Buffer;
+    try {
+      body = await readBody(request, limits.maxBodyBytes, limits.bodyTimeoutMs, bodyHold);
+    } catch (error) {
       response.setHeader('connection', 'close');
-      throw error;
-    });
-    const call = readMethodCall(body, budget);
+      if (!(error instanceof BodiesBusyError)) throw error;
+      record.outcome = 'refused 503 (bodies in flight)';
+      return refuse(response, 503, error.message, { 'retry-after': String(BODY_RETRY_AFTER_S) });
+    }
+    let call;
+    try {
+      call = readMethodCall(body, budget);
+    } finally {
+      // Parsed (or refused): its bytes are no longer the gateway's to hold.
+      bodyHold.release();
+    }
     record.method = call.methodName;
     if (gone.signal.aborted) throw gone.signal.reason;
     giveBack = takeSlot(parts, client);
@@ -191,6 +206,7 @@ async function serveCall(parts: GatewayParts, principal: Principal, request: Inc
       forEachRRef(result, (rref) => void rref.release().catch(() => undefined));
     }
   } finally {
+    bodyHold.release();
     response.off('close', onClose);
     giveBack?.();
     record.retries = retries.count;
