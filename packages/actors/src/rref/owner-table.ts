@@ -51,6 +51,8 @@ export interface OwnerEntry {
   localHandles: number;
   /** The peer whose call created the value (its tensor bytes count against it); undefined when made here. */
   creator: string | undefined;
+  /** A supervised object (supervised.ts): its state is saved after each method call when its class says how. */
+  supervised?: boolean;
   /** The value is an instance constructed here for a remote creator: its variables are its own. */
   ownsVariables: boolean;
   /** Call the value's `dispose()` when it is dropped (implied by `ownsVariables`). */
