@@ -10,7 +10,19 @@ import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError, RRefError } from '@tensorbus/core';
 import { remoteClass, remoteFunction } from '../src/index.js';
 import { launch, type Launched } from './launcher-helpers.js';
-import { startGroup, stopAll, stopEverything, transportKinds } from './helpers.js';
+import { eventually, startGroup, stopAll, stopEverything, transportKinds } from './helpers.js';
+import type { ObjectCheckpointStore } from '../src/index.js';
+
+/** A checkpoint store in memory: what the owner saved and deleted. */
+function memoryStore(): ObjectCheckpointStore & { saved: Map<string, Record<string, unknown>> } {
+  const saved = new Map<string, Record<string, unknown>>();
+  return {
+    saved,
+    save: async (key, entries) => void saved.set(key, { ...entries }),
+    load: async (key) => saved.get(key),
+    delete: async (key) => void saved.delete(key),
+  };
+}
 
 const worker = fileURLToPath(new URL('./fixtures/supervised-objects-worker.js', import.meta.url));
 
@@ -26,6 +38,21 @@ const Box = remoteClass(
     }
   },
   { idempotent: ['get'] },
+);
+const Saved = remoteClass(
+  'test.supervisedObjects.Saved',
+  class {
+    n = 0;
+    inc(k: number): number {
+      return (this.n += k);
+    }
+    checkpoint(): Record<string, unknown> {
+      return { n: this.n };
+    }
+    restore(state: Record<string, unknown>): void {
+      this.n = Number(state.n);
+    }
+  },
 );
 const twice = remoteFunction('test.supervisedObjects.twice', (x: number) => 2 * x);
 const readOnly = remoteFunction('test.supervisedObjects.readOnly', (x: number) => x, { idempotent: true });
@@ -43,12 +70,14 @@ test.serial('supervised objects - the RRef survives two kill -9 restarts of its 
   const launched = launch(['-n', '2', '--names', 'w0,w1', '--max-restarts', '3', worker]);
   try {
     await launched.printed(/\[w0\] made/);
+    await launched.printed(/ready w1 \d+ restart=0/);
     process.kill(pidOf(launched, 'w1', 0), 'SIGKILL');
     // Restored from its checkpoint (11, not the constructor's 10); the hook-less Tally starts from its constructor; the plain one is lost.
     await launched.printed(/\[w0\] back 1: .*/);
     t.regex(launched.out(), /\[w0\] back 1: counter=11 tally=100 plain=RREF_OWNER_LOST\n/);
     await launched.printed(/\[w0\] inc 1: 12\n/);
     await launched.printed(/\[w0\] slow calls sent/);
+    await launched.printed(/ready w1 \d+ restart=1/);
     process.kill(pidOf(launched, 'w1', 1), 'SIGKILL');
     await launched.printed(/\[w0\] slowGet: .*/);
     // At most once: the non-idempotent call in flight failed with its error and was not replayed (the counter is still 12).
@@ -58,6 +87,7 @@ test.serial('supervised objects - the RRef survives two kill -9 restarts of its 
     t.regex(launched.out(), /\[w0\] back 2: counter=12 tally=100 plain=RREF_OWNER_LOST\n/);
     await launched.printed(/\[w0\] inc 2: 13\n/);
     // A third death is past maxRestarts 2: the RRef is lost for good.
+    await launched.printed(/ready w1 \d+ restart=2/);
     process.kill(pidOf(launched, 'w1', 2), 'SIGKILL');
     await launched.printed(/\[w0\] back 3: .*/);
     t.regex(launched.out(), /\[w0\] back 3: counter=RREF_OWNER_LOST tally=RREF_OWNER_LOST plain=RREF_OWNER_LOST\n/);
@@ -89,6 +119,29 @@ for (const kind of transportKinds()) {
       t.true(lost instanceof RRefError && lost.code === 'RREF_OWNER_LOST', String(lost));
     } finally {
       await stopAll([w0!, w1!]);
+    }
+  });
+}
+
+for (const kind of transportKinds()) {
+  test.serial(`supervised objects (${kind.name}) - the owner saves a supervised object's checkpoint after each method call, only for classes with the hooks, and deletes it when the object is released`, async (t) => {
+    const store = memoryStore();
+    const [a, b] = await startGroup(kind, ['a', 'b'], { checkpoints: store });
+    try {
+      const saved = a!.remote('b', Saved, [], { maxRestarts: 1 });
+      const unsupervised = a!.remote('b', Saved, []);
+      const hookless = a!.remote('b', Box, [], { maxRestarts: 1 });
+      t.is(await saved.rpcSync().inc(2), 2);
+      t.is(await unsupervised.rpcSync().inc(5), 5);
+      t.is(await hookless.rpcSync().bump(), 2);
+      t.deepEqual([...store.saved.values()], [{ n: 2 }], 'only the supervised object with checkpoint()/restore(), saved before the reply');
+      t.is(await saved.rpcSync().inc(1), 3);
+      t.deepEqual([...store.saved.values()], [{ n: 3 }]);
+      await saved.release();
+      await eventually(() => store.saved.size === 0);
+      t.is(store.saved.size, 0, 'its checkpoint ends with it');
+    } finally {
+      await stopAll([a!, b!]);
     }
   });
 }

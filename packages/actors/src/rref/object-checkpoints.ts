@@ -20,6 +20,8 @@ export interface ObjectCheckpointStore {
   save(key: string, entries: Record<string, unknown>): Promise<void>;
   /** The entries under `key`, undefined when none; rejects when they cannot be trusted. */
   load(key: string): Promise<Record<string, unknown> | undefined>;
+  /** Removes the checkpoint under `key` (called when the object is dropped: its state ends with it). */
+  delete?(key: string): Promise<void>;
 }
 
 /** What a class implements for its supervised instances' state to survive their owner's restart. */

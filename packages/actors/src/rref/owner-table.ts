@@ -86,6 +86,8 @@ export class OwnerTable {
   constructor(
     private readonly self: string,
     private readonly limits: () => PeerLimits,
+    /** Told of each entry dropped because nothing refers to it any more. */
+    private readonly dropped: (entry: OwnerEntry) => void = () => undefined,
   ) {}
 
   get size(): number {
@@ -252,6 +254,7 @@ export class OwnerTable {
     this.entries.delete(entry.rrefId);
     this.rescan(entry);
     this.free(entry);
+    this.dropped(entry);
   }
 
   /** Drops everything (shutdown). */

@@ -28,7 +28,8 @@ import { rrefBackward } from './rref-backward.js';
 import { CreationLaunches } from './creation-launch.js';
 import { fetchBehindCreation, fetchWithCreation, type FetchAheadHost } from './fetch-ahead.js';
 import { isIdempotent } from '../registry/functions.js';
-import { backAfter, maxRestartsOf, ownerGone, recreate, retriesOf, supervise, wakeWaiters, withRetries, type RemoteOptions } from './supervised.js';
+import { checkpointKey } from './object-checkpoints.js';
+import { backAfter, maxRestartsOf, ownerGone, recreate, releasedWhileAway, retriesOf, supervise, wakeWaiters, withRetries, type RemoteOptions } from './supervised.js';
 
 /** Counts of `agent.rrefStats()`. */
 export interface RRefStats {
@@ -78,7 +79,11 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
 
   /** Installed by the RRef plugin (plugin.ts). */
   constructor(private readonly host: AgentHost) {
-    this.owners = new OwnerTable(host.name, () => host.options.peerLimits);
+    this.owners = new OwnerTable(host.name, () => host.options.peerLimits, (entry) => {
+      // A supervised object's checkpoint ends with it.
+      const store = host.options.checkpoints;
+      if (entry.supervised && store?.delete) void store.delete(checkpointKey(entry.rrefId)).catch(() => undefined);
+    });
     // A value referencing the worker must not make everything it holds look like its own.
     markOpaque(host);
     markOpaque(this);
@@ -401,6 +406,7 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     if (!state.released) {
       state.launch?.go();
       state.released = true;
+      releasedWhileAway(state);
       // Room for another fork from this owner at once (see read()); the delete follows.
       if (this.users.get(state.forkId) === state) this.usersPerOwner.add(state.owner, -1);
       state.deleting = this.deleteWhenDone(state).catch(() => undefined);
@@ -668,7 +674,11 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     for (const state of this.users.values()) {
       if (state.owner !== name || state.supervision?.back === undefined) continue;
       // After the other subscribers to rejoined$ (shutdown's call counts start from zero for the new incarnation).
-      setImmediate(() => void recreate(state, (spec) => this.host.call(name, CREATE_FN, [state.rrefId, state.forkId, spec], {})));
+      setImmediate(() => {
+        const made = recreate(state, (spec) => this.host.call(name, CREATE_FN, [state.rrefId, state.forkId, spec], {}));
+        // Released while it was being made: the new owner drops it.
+        void made.then((unwanted) => (unwanted ? this.deletes.add(name, [state.rrefId, state.forkId]).then(() => undefined) : undefined)).catch(() => undefined);
+      });
     }
   }
 

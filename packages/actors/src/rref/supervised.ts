@@ -97,25 +97,42 @@ export function ownerGone(state: UserState, reason: 'left' | 'failed'): RRefErro
 /**
  * Makes the object of `state` again on its owner's new incarnation with
  * `create` (the creation call, restart number included); its uses resume
- * once it is there, or fail with RREF_OWNER_LOST when that failed.
+ * once it is there, or fail with RREF_OWNER_LOST when that failed. Resolves
+ * true when it made the object after the RRef was released meanwhile (the
+ * caller then tells the owner to drop it).
  */
-export async function recreate(state: UserState, create: (spec: CreateSpec) => Promise<unknown>): Promise<void> {
+export async function recreate(state: UserState, create: (spec: CreateSpec) => Promise<unknown>): Promise<boolean> {
   const sup = state.supervision;
-  if (sup?.back === undefined || state.failure || state.released) return;
+  if (sup?.back === undefined || state.failure || state.released) return false;
   const back = sup.back;
   const generation = sup.generation;
   try {
     await create({ ...sup.spec, restart: sup.restarts });
-    if (sup.generation !== generation) return;
+    if (state.released) return true;
+    if (sup.generation !== generation) return false;
     state.confirmed = true;
   } catch (error) {
     // Lost again while being made: the next incarnation's rejoin makes it (the loss counted one more restart).
-    if (sup.generation !== generation) return;
+    if (sup.generation !== generation || state.released) return false;
     state.failure = new RRefError('RREF_OWNER_LOST', `RRef ${state.rrefId} could not be made again on the restarted '${state.owner}'`, { cause: error });
   }
   sup.back = undefined;
   back.resolve();
   for (const wake of [...sup.waiters]) wake();
+  return false;
+}
+
+/**
+ * `state` is released while its object waits for its owner to come back: it
+ * is not made again, and what waited (its delete, retries) goes on at once.
+ */
+export function releasedWhileAway(state: UserState): void {
+  const back = state.supervision?.back;
+  if (back === undefined) return;
+  state.supervision!.back = undefined;
+  state.failure = new RRefError('RREF_RELEASED', `RRef ${state.rrefId} was released`);
+  back.resolve();
+  wakeWaiters(state);
 }
 
 /**
