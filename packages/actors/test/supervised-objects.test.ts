@@ -66,7 +66,7 @@ function pidOf(launched: Launched, name: string, restart: number): number {
 
 test.after.always(stopEverything);
 
-test.serial('supervised objects - the RRef survives two kill -9 restarts of its owner with its checkpointed state; an unsupervised one fails with RREF_OWNER_LOST; past maxRestarts it fails; an in-flight call fails once and an idempotent retried call succeeds', async (t) => {
+test.serial('supervised objects - the RRef survives two kill -9 restarts of its owner with its checkpointed state; an unsupervised one fails with RREF_OWNER_LOST; past maxRestarts it fails; an in-flight call fails once and idempotent retried calls (method, function) succeed', async (t) => {
   const launched = launch(['-n', '2', '--names', 'w0,w1', '--max-restarts', '3', worker]);
   try {
     await launched.printed(/\[w0\] made/);
@@ -83,6 +83,9 @@ test.serial('supervised objects - the RRef survives two kill -9 restarts of its 
     // At most once: the non-idempotent call in flight failed with its error and was not replayed (the counter is still 12).
     t.regex(launched.out(), /\[w0\] slowInc: WORKER_UNAVAILABLE\n/);
     t.regex(launched.out(), /\[w0\] slowGet: 12\n/);
+    // An idempotent function retried with { retries: 1 } is answered by the callee's next incarnation.
+    await launched.printed(/\[w0\] slowAnswer: .*/);
+    t.regex(launched.out(), /\[w0\] slowAnswer: 7 from restart 2\n/);
     await launched.printed(/\[w0\] back 2: .*/);
     t.regex(launched.out(), /\[w0\] back 2: counter=12 tally=100 plain=RREF_OWNER_LOST\n/);
     await launched.printed(/\[w0\] inc 2: 13\n/);
