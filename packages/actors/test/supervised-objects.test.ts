@@ -12,6 +12,8 @@ import { remoteClass, remoteFunction } from '../src/index.js';
 import { launch, type Launched } from './launcher-helpers.js';
 import { eventually, startGroup, stopAll, stopEverything, transportKinds } from './helpers.js';
 import type { ObjectCheckpointStore } from '../src/index.js';
+import { hostOf } from '../src/internal.js';
+import { CREATE_FN } from '../src/rref/rref-protocol.js';
 
 /** A checkpoint store in memory: what the owner saved and deleted. */
 function memoryStore(): ObjectCheckpointStore & { saved: Map<string, Record<string, unknown>> } {
@@ -143,6 +145,30 @@ for (const kind of transportKinds()) {
       await saved.release();
       await eventually(() => store.saved.size === 0);
       t.is(store.saved.size, 0, 'its checkpoint ends with it');
+    } finally {
+      await stopAll([a!, b!]);
+    }
+  });
+}
+
+for (const kind of transportKinds()) {
+  test.serial(`supervised objects (${kind.name}) - a creation request with a malformed supervised or restart field is refused with RREF_CREATION_FAILED, keeps nothing, and the owner serves on`, async (t) => {
+    const [a, b] = await startGroup(kind, ['a', 'b'], { checkpoints: memoryStore() });
+    try {
+      const host = hostOf(a!);
+      const bad = [
+        { fn: 'test.supervisedObjects.Saved', args: [], supervised: 'yes' },
+        { fn: 'test.supervisedObjects.Saved', args: [], supervised: true, restart: -1 },
+        { fn: 'test.supervisedObjects.Saved', args: [], supervised: true, restart: 1.5 },
+        { fn: 'test.supervisedObjects.Saved', args: [], supervised: true, restart: 1e9 },
+      ];
+      for (const [i, spec] of bad.entries()) {
+        const refused = await host.call('b', CREATE_FN, [`a.bad${i}xxxxxxxxxxxxxxxxxx`, `a.fork${i}xxxxxxxxxxxxxxxxx`, spec]).catch((error: unknown) => error);
+        t.true(refused instanceof RRefError && refused.code === 'RREF_CREATION_FAILED', `${JSON.stringify(spec)}: ${String(refused)}`);
+      }
+      t.is(b!.rrefStats().owners, 0, 'nothing kept for the refused requests');
+      const fine = a!.remote('b', Saved, [], { maxRestarts: 1 });
+      t.is(await fine.rpcSync().inc(4), 4);
     } finally {
       await stopAll([a!, b!]);
     }
