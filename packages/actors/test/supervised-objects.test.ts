@@ -72,8 +72,11 @@ test.serial('supervised objects - the RRef survives two kill -9 restarts of its 
   const launched = launch(['-n', '2', '--names', 'w0,w1', '--max-restarts', '3', worker]);
   try {
     await launched.printed(/\[w0\] made/);
+    t.log(/\[w0\] timing: .*/.exec(launched.out())?.[0]);
     await launched.printed(/ready w1 \d+ restart=0/);
+    const killed = Date.now();
     process.kill(pidOf(launched, 'w1', 0), 'SIGKILL');
+    t.log(`kill -9 to the re-made object's first answer: ${(await launched.printed(/\[w0\] back 1: .*/)) - killed} ms (failureTimeoutMs 1000)`);
     // Restored from its checkpoint (11, not the constructor's 10); the hook-less Tally starts from its constructor; the plain one is lost.
     await launched.printed(/\[w0\] back 1: .*/);
     t.regex(launched.out(), /\[w0\] back 1: counter=11 tally=100 plain=RREF_OWNER_LOST\n/);
