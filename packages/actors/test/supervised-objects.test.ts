@@ -119,7 +119,10 @@ for (const kind of transportKinds()) {
       await t.throwsAsync(w0.rpcSync('w1', twice, [2], { retries: 1 }), { instanceOf: InvalidArgumentError, message: /not declared idempotent/ });
       t.is(await w0.rpcSync('w1', readOnly, [3], { retries: 1 }), 3);
       t.is(await w0.rpcSync('w1', twice, [3]), 6);
+      t.throws(() => w0.rpcStream('w1', readOnly, [1], { retries: 1 }), { instanceOf: InvalidArgumentError, message: /not to streams/ });
       t.throws(() => w0.remote('w1', Box, [], { maxRestarts: 1.5 }), { instanceOf: InvalidArgumentError });
+      t.throws(() => w0.remote('w1', Box, [], { maxRestarts: 1, retries: 1 }), { instanceOf: InvalidArgumentError, message: /not to remote/ });
+      t.throws(() => box.remote({ retries: 1 }).get(), { instanceOf: InvalidArgumentError, message: /not to remote/ });
       t.throws(() => w0.remote('w0', Box, [], { maxRestarts: 1 }), { instanceOf: InvalidArgumentError });
       t.throws(() => w0.remote('w1', twice, [1], { maxRestarts: 1 }), { instanceOf: InvalidArgumentError });
       await w1!.shutdown({ graceful: false });

@@ -36,8 +36,9 @@ export interface CallOptions {
    * Times to send the call again when its callee died under it (at least
    * once instead of at most once), within the same `timeoutMs`: only for
    * functions and methods declared idempotent, and only where the callee can
-   * come back (`agent.rpcSync`/`rpcAsync`, and the proxies of a supervised
-   * RRef); InvalidArgumentError otherwise. Default 0 (docs/supervision.md).
+   * come back (`agent.rpcSync`/`rpcAsync`, and the proxies and `toHere()` of a
+   * supervised RRef); InvalidArgumentError otherwise (and on `remote()` and
+   * streams, which are never sent twice). Default 0 (docs/supervision.md).
    */
   retries?: number;
 }

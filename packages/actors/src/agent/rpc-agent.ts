@@ -214,6 +214,7 @@ export class RpcAgent {
    */
   rpcStream<T = unknown>(to: WorkerRef, fn: Callable<never[], unknown>, args: unknown[] = [], options: StreamOptions = {}): RpcStream<T> {
     this.host.checkRunning();
+    if (retriesOf(options) > 0) throw new InvalidArgumentError('retries apply to rpcSync and rpcAsync calls, not to streams: a stream is never run twice');
     const name = this.resolveLive(to);
     return this.host.plugin(STREAMS).consumers.open<T>(name, callableName(fn), args, options);
   }

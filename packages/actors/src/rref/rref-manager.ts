@@ -162,6 +162,7 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
   /** Creates a value on `to` and returns its RRef at once [remote()]. */
   create<T>(to: string, spec: CreateSpec, remoteOptions: RemoteOptions, after?: Promise<void>): RRef<T> {
     const { maxRestarts: _, ...options } = remoteOptions;
+    if (retriesOf(options) > 0) throw new InvalidArgumentError('retries apply to calls (rpcSync, rpcAsync, toHere), not to remote(): a creation is never sent twice');
     const supervision = supervise(spec, maxRestartsOf(remoteOptions));
     if (supervision) {
       if (to === this.selfName) throw new InvalidArgumentError('maxRestarts: an object on this worker dies with its creator; supervise objects on other workers');
