@@ -80,6 +80,9 @@ test.serial('supervised objects - the RRef survives two kill -9 restarts of its 
     // Restored from its checkpoint (11, not the constructor's 10); the hook-less Tally starts from its constructor; the plain one is lost.
     await launched.printed(/\[w0\] back 1: .*/);
     t.regex(launched.out(), /\[w0\] back 1: counter=11 tally=100 plain=RREF_OWNER_LOST\n/);
+    // A use made while the owner was away waited for the object to be back.
+    await launched.printed(/\[w0\] toHere while away: .*/);
+    t.regex(launched.out(), /\[w0\] toHere while away: \{"n":11\}\n/);
     await launched.printed(/\[w0\] inc 1: 12\n/);
     await launched.printed(/\[w0\] slow calls sent/);
     await launched.printed(/ready w1 \d+ restart=1/);

@@ -90,6 +90,8 @@ export function ownerGone(state: UserState, reason: 'left' | 'failed'): RRefErro
     sup.back = { promise, resolve };
     state.confirmed = false;
     state.confirmation = promise;
+    // Its first creation is long done: a fetch waits for the re-creation instead of running ahead of it (fetch-ahead.ts).
+    state.creating = false;
   }
   return undefined;
 }
