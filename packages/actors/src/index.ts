@@ -34,7 +34,9 @@ export type { Module } from './remote-module/remote-module.js';
 // Calls
 export { remoteFunction, remoteClass } from './registry/functions.js';
 export type { RegistryListing } from './registry/registry-list.js';
-export type { RemoteFunction, RemoteClass, Callable, RemoteFunctionOptions } from './registry/functions.js';
+export type { RemoteFunction, RemoteClass, Callable, RemoteFunctionOptions, RemoteClassOptions } from './registry/functions.js';
+export type { RemoteOptions } from './rref/supervised.js';
+export type { Checkpointable, ObjectCheckpointStore } from './rref/object-checkpoints.js';
 export type { CallOptions } from './agent/host.js';
 export type { StreamOptions } from './streams/stream-consumer.js';
 export { RpcStream } from './streams/rpc-stream.js';

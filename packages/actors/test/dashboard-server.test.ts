@@ -40,6 +40,31 @@ function get(url: string, path: string, headers: Record<string, string> = {}, me
 for (const kind of transportKinds()) {
   const t = (title: string) => `${kind.name} - dashboard - ${title}`;
 
+  test.serial(t('a worker that comes back under its name as a new incarnation is listed as a restart event'), async (tt) => {
+    const g = newGroup(kind);
+    const options = { transport: g.transport(), heartbeatMs: 100, failureTimeoutMs: 600 };
+    const ra = await initRpc({ name: 'ra', ...options });
+    const first = await initRpc({ name: 'rb', ...options, transport: g.transport() });
+    running.push(ra, first);
+    const dashboard = await startDashboard({ transport: await g.transport(), namespace: g.namespace, server: kind.name, port: 0, intervalMs: 200 });
+    closers.push(() => dashboard.close());
+    const state = async () => JSON.parse((await get(dashboard.url, '/state.json')).body) as DashboardState;
+    await eventually(() => ra.workers().length === 2);
+    await first.shutdown({ graceful: false });
+    await eventually(() => ra.workers().length === 1);
+    const second = await initRpc({ name: 'rb', ...options, transport: g.transport() });
+    running.push(second);
+    let events: DashboardState['events'] = [];
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline && !events.some((e) => e.kind === 'restart'); ) {
+      events = (await state()).events;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    tt.true(events.some((e) => e.kind === 'restart' && e.worker === 'rb'), `events: ${JSON.stringify(events)}`);
+    tt.false(events.some((e) => e.kind === 'restart' && e.worker === 'ra'), 'only the worker that came back');
+    await dashboard.close();
+    await stopAll([ra, second]);
+  });
+
   test.serial(t('serves the page and the state: workers, their calls, and a departure'), async (tt) => {
     const g = newGroup(kind);
     const agents: RpcAgent[] = [];

@@ -37,8 +37,6 @@ export interface MembershipFace extends MembersView, PluginLifecycle {
   readonly identity: Identity;
   /** The X25519 key `name` announced, while it can still send (see call-auth.ts). */
   dhKeyOf(name: string): string | undefined;
-  /** Each name a new instance took up after an earlier one left or failed (a restarted worker). */
-  readonly rejoined$: Observable<string>;
 }
 
 /** A plugin of the list an agent installs. */

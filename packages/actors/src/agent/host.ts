@@ -32,6 +32,15 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Aborting rejects the call with an `AbortError`-named error. */
   signal?: AbortSignal;
+  /**
+   * Times to send the call again when its callee died under it (at least
+   * once instead of at most once), within the same `timeoutMs`: only for
+   * functions and methods declared idempotent, and only where the callee can
+   * come back (`agent.rpcSync`/`rpcAsync`, and the proxies and `toHere()` of a
+   * supervised RRef); InvalidArgumentError otherwise (and on `remote()` and
+   * streams, which are never sent twice). Default 0 (docs/supervision.md).
+   */
+  retries?: number;
 }
 
 /**
@@ -129,6 +138,10 @@ export interface MembersView {
   readonly membership$: Observable<WorkerInfo[]>;
   /** Each worker that leaves or is declared failed. */
   readonly gone$: Observable<Departure>;
+  /** Each name a new instance took up after an earlier one left or failed (a restarted worker). */
+  readonly rejoined$: Observable<string>;
+  /** The instance id of `name` while it is a member, or of its last instance once it left or failed. */
+  instanceOf(name: string): string | undefined;
   /** This worker's signature of `text` (membership keys). */
   sign(text: string): string;
   /** True when `signature` is member `from`'s signature of `text`. */

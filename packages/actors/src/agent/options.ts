@@ -4,6 +4,7 @@
  * `TENSORBUS_NAMESPACE`), as the `tensorbus launch` command sets them.
  * @module
  */
+import type { ObjectCheckpointStore } from '../rref/object-checkpoints.js';
 import { InvalidArgumentError, localTransport, type Transport } from '@tensorbus/core';
 import { natsTransportFromUrl } from '../nats-loader.js';
 import { validateWorkerName } from '../worker-info.js';
@@ -47,6 +48,13 @@ export interface InitRpcOptions extends Partial<MembershipTiming> {
    * `false` silences it. Default: stderr, silent when `TENSORBUS_QUIET=1`.
    */
   logger?: TensorbusLogger | null | false;
+  /**
+   * Where the supervised objects this worker owns keep their checkpoints
+   * (classes with `checkpoint()`/`restore()`: docs/supervision.md), e.g.
+   * `await checkpointStore({ servers: process.env.NATS_URL })`. Default: none
+   * (a re-made object starts from its constructor).
+   */
+  checkpoints?: ObjectCheckpointStore;
 }
 
 /** Options with defaults and environment applied. */
@@ -60,6 +68,7 @@ export interface ResolvedOptions extends MembershipTiming {
   peerLimits: PeerLimits;
   /** Undefined: silent. */
   logger: TensorbusLogger | undefined;
+  checkpoints: ObjectCheckpointStore | undefined;
 }
 
 function envInt(key: string): number | undefined {
@@ -108,6 +117,10 @@ export function resolveOptions(options: InitRpcOptions): ResolvedOptions {
   if (logger !== undefined && logger !== null && logger !== false && typeof (logger as Partial<TensorbusLogger>).error !== 'function') {
     throw new InvalidArgumentError('logger must have an error(line) method (console works), or be null/false to silence it');
   }
+  const checkpoints = options.checkpoints;
+  if (checkpoints !== undefined && (typeof checkpoints?.save !== 'function' || typeof checkpoints.load !== 'function')) {
+    throw new InvalidArgumentError('checkpoints must be a store with save(key, entries) and load(key) (checkpointStore() of @tensorbus/nats-transport)');
+  }
   checkCount('heartbeatMs', timing.heartbeatMs, 1);
   checkCount('failureTimeoutMs', timing.failureTimeoutMs, 1);
   const transport = Promise.resolve(
@@ -125,6 +138,7 @@ export function resolveOptions(options: InitRpcOptions): ResolvedOptions {
     initTimeoutMs: options.initTimeoutMs ?? 120_000,
     peerLimits: resolvePeerLimits(options.peerLimits),
     logger: logger === undefined ? defaultLogger() : logger || undefined,
+    checkpoints,
     ...timing,
   };
 }

@@ -5,7 +5,9 @@
  */
 import type { Observable } from 'rxjs';
 import { InvalidArgumentError, RpcFuture, WorkerUnavailableError, type Transport } from '@tensorbus/core';
-import { callableName, type Callable } from '../registry/functions.js';
+import { callableName, isIdempotent, type Callable } from '../registry/functions.js';
+import { Budget } from '../rref/bounded-wait.js';
+import { nextIncarnation, retriesOf, withRetries, type RemoteOptions } from '../rref/supervised.js';
 import type { Received } from '../received.js';
 import { isWorkerInfo, validateWorkerName, type WorkerInfo } from '../worker-info.js';
 import { markOpaque } from '../rref/held-tensors.js';
@@ -177,7 +179,7 @@ export class RpcAgent {
    * await counter.release();
    * ```
    */
-  remote<F extends Callable<never[], unknown>>(to: WorkerRef, fn: F, args: RemoteArgs<F> | [] = [], options: CallOptions = {}): RRef<RemoteResult<F>> {
+  remote<F extends Callable<never[], unknown>>(to: WorkerRef, fn: F, args: RemoteArgs<F> | [] = [], options: RemoteOptions = {}): RRef<RemoteResult<F>> {
     this.host.checkRunning();
     if (!Array.isArray(args)) throw new InvalidArgumentError('args must be an array');
     const name = this.resolveLive(to);
@@ -212,6 +214,7 @@ export class RpcAgent {
    */
   rpcStream<T = unknown>(to: WorkerRef, fn: Callable<never[], unknown>, args: unknown[] = [], options: StreamOptions = {}): RpcStream<T> {
     this.host.checkRunning();
+    if (retriesOf(options) > 0) throw new InvalidArgumentError('retries apply to rpcSync and rpcAsync calls, not to streams: a stream is never run twice');
     const name = this.resolveLive(to);
     return this.host.plugin(STREAMS).consumers.open<T>(name, callableName(fn), args, options);
   }
@@ -313,6 +316,14 @@ export class RpcAgent {
     const forming = this.host.forming;
     if (forming !== undefined && !this.knows(to)) await forming;
     const name = this.resolveLive(to);
-    return this.host.calls.call(name, callableName(fn), args, this.host.meta(name), options);
+    const fnName = callableName(fn);
+    if (retriesOf(options) === 0) return this.host.calls.call(name, fnName, args, this.host.meta(name), options);
+    const { retries: _, ...once } = options;
+    let inst: string | undefined;
+    const budget = Budget.of(options, this.host.options.rpcTimeoutMs);
+    return withRetries(options, budget, () => isIdempotent(fnName), `function '${fnName}'`, (rest) => {
+      inst = this.host.members.instanceOf(name);
+      return this.host.calls.call(name, fnName, args, this.host.meta(name), { ...once, timeoutMs: rest.timeoutMs });
+    }, () => nextIncarnation(this.host.members, name, inst, budget));
   }
 }

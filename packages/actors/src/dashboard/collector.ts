@@ -45,7 +45,7 @@ export interface DashboardWorker {
 /** A membership event as the page lists it. */
 export interface DashboardEvent {
   at: number;
-  kind: 'join' | 'leave' | 'fail' | 'gone';
+  kind: 'join' | 'leave' | 'fail' | 'gone' | 'restart';
   worker: string;
 }
 
@@ -120,6 +120,8 @@ export class Collector {
           for (const e of s.events) {
             if (e.kind === 'join') continue;
             this.event(e);
+            // A restart is listed; the worker's state is what this poll saw of it.
+            if (e.kind === 'restart') continue;
             const other = this.workers.get(e.worker);
             // A peer's word says how a worker went: it refines 'gone' (silence seen here) into left or failed.
             if (other !== undefined && (other.state === 'up' || other.state === 'gone') && !present.has(e.worker) && e.at >= other.lastSeen - 1_000) other.state = e.kind === 'leave' ? 'left' : 'failed';

@@ -115,7 +115,7 @@ function render(state) {
   for (const w of state.workers) if (w.stats) for (const [code, n] of Object.entries(w.stats.errors)) errRows.push(el('tr', {}, [el('td', {}, w.name), el('td', {}, code), el('td', { class: 'num' }, n)]));
   $('errors').replaceChildren(errRows.length ? table(['worker', 'code', 'count'], errRows) : el('p', { class: 'muted' }, 'No errors.'));
   const events = state.events.slice().reverse().slice(0, 50).map((e) => el('li', { 'data-event': e.kind, 'data-worker': e.worker }, [el('time', {}, new Date(e.at).toLocaleTimeString()), ' ', el('b', { class: 'state ' + e.kind }, e.kind), ' ', e.worker]));
-  $('events').replaceChildren(...(events.length ? events : [el('li', { class: 'muted' }, 'No joins, leaves or failures yet.')]));
+  $('events').replaceChildren(...(events.length ? events : [el('li', { class: 'muted' }, 'No joins, leaves, failures or restarts yet.')]));
 }
 const source = new EventSource('events');
 source.onopen = () => { $('live').textContent = 'live'; $('live').className = 'live'; };
@@ -148,7 +148,7 @@ export const PAGE = `<!doctype html>
   #workers-table td.long { max-width: 150px; overflow: hidden; text-overflow: ellipsis; }
   td.num { text-align: right; font-variant-numeric: tabular-nums; }
   tr.departed td { color: #9aa3b2; }
-  .state.up { color: #2e7d32; } .state.left, .state.gone, .state.leave { color: #b26a00; } .state.failed, .state.fail { color: #c62828; } .state.join { color: #2e7d32; }
+  .state.up { color: #2e7d32; } .state.left, .state.gone, .state.leave { color: #b26a00; } .state.failed, .state.fail { color: #c62828; } .state.join { color: #2e7d32; } .state.restart { color: #1565c0; }
   .bad { color: #c62828; font-weight: 600; }
   .cards { display: flex; flex-wrap: wrap; gap: 10px; }
   .card { background: #fff; padding: 8px; box-shadow: 0 1px 2px rgba(0,0,0,.08); }

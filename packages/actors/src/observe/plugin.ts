@@ -37,6 +37,8 @@ export class WorkerObserving implements PluginLifecycle {
         known = now;
       }),
       this.host.members.gone$.subscribe(({ name, reason }) => this.observations.event(reason === 'left' ? 'leave' : 'fail', name)),
+      // A new incarnation under a name that left or failed: a restarted worker.
+      this.host.members.rejoined$.subscribe((name) => this.observations.event('restart', name)),
     );
   }
 

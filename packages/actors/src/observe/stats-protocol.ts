@@ -128,7 +128,7 @@ export function checkWorkerStats(value: unknown): WorkerStats | undefined {
     isRecordOf(s.errors, isCount, MAX_ERROR_CODES + 1) && isCount(s.inFlight) && typeof s.rrefs === 'object' && s.rrefs !== null && isCount(s.rrefs.owned) && isCount(s.rrefs.used) &&
     isCount(s.contexts) && isCount(s.tensors) && isCount(s.tensorBytes) && isCount(s.wasmHeapBytes) && isCount(s.rssBytes) && isCount(s.heapUsedBytes) &&
     Array.isArray(s.events) && s.events.length <= MAX_EVENTS &&
-    s.events.every((e) => typeof e === 'object' && e !== null && isCount(e.at) && (e.kind === 'join' || e.kind === 'leave' || e.kind === 'fail') && isText(e.worker, 127)) &&
+    s.events.every((e) => typeof e === 'object' && e !== null && isCount(e.at) && (e.kind === 'join' || e.kind === 'leave' || e.kind === 'fail' || e.kind === 'restart') && isText(e.worker, 127)) &&
     isRecordOf(s.reported, (v) => typeof v === 'number' && Number.isFinite(v), MAX_REPORTED);
   return ok ? s : undefined;
 }

@@ -22,7 +22,7 @@ export const MAX_REPORTED = 64;
 export interface WorkerEvent {
   /** Unix ms. */
   at: number;
-  kind: 'join' | 'leave' | 'fail';
+  kind: 'join' | 'leave' | 'fail' | 'restart';
   worker: string;
 }
 

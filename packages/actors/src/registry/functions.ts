@@ -36,6 +36,21 @@ export interface RemoteFunctionOptions {
   tidy?: boolean;
   /** One line saying what the function does, for callers that ask (the XML-RPC gateway's `system.methodHelp`). */
   doc?: string;
+  /**
+   * Running the function twice has the effect of running it once: a caller
+   * may then ask for `{ retries }` (docs/supervision.md). Default false:
+   * calls are at most once.
+   */
+  idempotent?: boolean;
+}
+
+/** Options of {@link remoteClass}. */
+export interface RemoteClassOptions {
+  /**
+   * The methods whose repetition has the effect of one run (`true`: all of
+   * them): RRef proxies may ask for `{ retries }` on these only.
+   */
+  idempotent?: boolean | readonly string[];
 }
 
 /** A resolved entry: run it with `args`. */
@@ -49,6 +64,8 @@ export interface RegistryEntry {
   doc?: string;
   /** Number of declared parameters (`fn.length`). */
   arity?: number;
+  /** A function: it is idempotent; a class: the idempotent methods (`true`: all). */
+  idempotent?: boolean | ReadonlySet<string>;
   /** What a call of it with `args` runs, for the callee's log (protocol functions name the user's method). */
   describe?(args: unknown[]): string;
 }
@@ -88,7 +105,9 @@ export function remoteFunction<A extends unknown[], R>(name: string, fn: (...arg
   if (typeof fn !== 'function') throw new InvalidArgumentError(`remoteFunction('${name}') needs a function`);
   if (options.tidy !== undefined && typeof options.tidy !== 'boolean') throw new InvalidArgumentError(`remoteFunction('${name}'): options.tidy must be a boolean`);
   if (options.doc !== undefined && typeof options.doc !== 'string') throw new InvalidArgumentError(`remoteFunction('${name}'): options.doc must be a string`);
-  register({ name, kind: 'function', tidy: options.tidy ?? true, doc: options.doc, arity: fn.length, invoke: (args) => fn(...(args as A)) }, fn);
+  if (options.idempotent !== undefined && typeof options.idempotent !== 'boolean') throw new InvalidArgumentError(`remoteFunction('${name}'): options.idempotent must be a boolean`);
+  const idempotent = options.idempotent ?? false;
+  register({ name, kind: 'function', tidy: options.tidy ?? true, doc: options.doc, arity: fn.length, idempotent, invoke: (args) => fn(...(args as A)) }, fn);
   Object.defineProperty(fn, 'remoteName', { value: name, enumerable: false, configurable: true });
   return fn as RemoteFunction<A, R>;
 }
@@ -102,10 +121,15 @@ export function remoteFunction<A extends unknown[], R>(name: string, fn: (...arg
  * export const Counter = remoteClass('Counter', class { n = 0; inc(k: number) { return (this.n += k); } });
  * ```
  */
-export function remoteClass<A extends unknown[], T>(name: string, Class: new (...args: A) => T): RemoteClass<A, T> {
+export function remoteClass<A extends unknown[], T>(name: string, Class: new (...args: A) => T, options: RemoteClassOptions = {}): RemoteClass<A, T> {
   checkName(name);
   if (typeof Class !== 'function') throw new InvalidArgumentError(`remoteClass('${name}') needs a class`);
-  register({ name, kind: 'class', tidy: true, arity: Class.length, invoke: (args) => construct(name, Class, args as A) }, Class);
+  const declared = options.idempotent ?? false;
+  if (typeof declared !== 'boolean' && !(Array.isArray(declared) && declared.every((m) => typeof m === 'string'))) {
+    throw new InvalidArgumentError(`remoteClass('${name}'): options.idempotent must be a boolean or a list of method names`);
+  }
+  const idempotent = typeof declared === 'boolean' ? declared : new Set<string>(declared);
+  register({ name, kind: 'class', tidy: true, arity: Class.length, idempotent, invoke: (args) => construct(name, Class, args as A) }, Class);
   Object.defineProperty(Class, 'remoteName', { value: name, enumerable: false, configurable: true });
   return Class as RemoteClass<A, T>;
 }
@@ -180,6 +204,16 @@ export function lookupCallable(name: string, worker: string): RegistryEntry {
   throw new UnknownFunctionError(
     `worker '${worker}' has no function '${name}': register it with remoteFunction/remoteClass in a module that worker imports`,
   );
+}
+
+/**
+ * True when this process registered `name` as idempotent: a function declared
+ * so, or (with `method`) a class declaring that method so.
+ */
+export function isIdempotent(name: string, method?: string): boolean {
+  const declared = entries.get(name)?.idempotent;
+  if (declared === undefined || typeof declared === 'boolean') return declared === true;
+  return method !== undefined && declared.has(method);
 }
 
 /** True when `name` is a registered class. */

@@ -51,6 +51,8 @@ export interface OwnerEntry {
   localHandles: number;
   /** The peer whose call created the value (its tensor bytes count against it); undefined when made here. */
   creator: string | undefined;
+  /** A supervised object (supervised.ts): its state is saved after each method call when its class says how. */
+  supervised?: boolean;
   /** The value is an instance constructed here for a remote creator: its variables are its own. */
   ownsVariables: boolean;
   /** Call the value's `dispose()` when it is dropped (implied by `ownsVariables`). */
@@ -84,6 +86,8 @@ export class OwnerTable {
   constructor(
     private readonly self: string,
     private readonly limits: () => PeerLimits,
+    /** Told of each entry dropped because nothing refers to it any more. */
+    private readonly dropped: (entry: OwnerEntry) => void = () => undefined,
   ) {}
 
   get size(): number {
@@ -250,6 +254,7 @@ export class OwnerTable {
     this.entries.delete(entry.rrefId);
     this.rescan(entry);
     this.free(entry);
+    this.dropped(entry);
   }
 
   /** Drops everything (shutdown). */

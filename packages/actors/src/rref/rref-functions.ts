@@ -21,6 +21,7 @@ import { RREFS } from './rref-key.js';
 import { creationFailed } from './rref.js';
 import { BACKWARD_FN, CALL_FN, CREATE_FN, FETCH_FN, type CreateSpec } from './rref-protocol.js';
 import { scalarRoot } from './rref-backward.js';
+import { isCheckpointable, restoreObject, saveObject } from './object-checkpoints.js';
 
 /** The RRef manager of the worker serving the current call, and the call. */
 function serving(): { rrefs: RRefManager; scope: CallScope } {
@@ -48,9 +49,17 @@ export async function valueOf(entry: OwnerEntry): Promise<unknown> {
   return entry.value;
 }
 
+/** Highest restart number a creation request may carry (supervised.ts allows 1,000 restarts). */
+const MAX_RESTART = 1_000;
+
 function checkSpec(spec: unknown): asserts spec is CreateSpec {
   const s = spec as Partial<{ fn: unknown; target: unknown; method: unknown; args: unknown }> | null;
   const ok = s !== null && typeof s === 'object' && Array.isArray(s.args) && (typeof s.fn === 'string' || (typeof s.target === 'string' && typeof s.method === 'string'));
+  const { supervised, restart } = (s ?? {}) as Partial<{ supervised: unknown; restart: unknown }>;
+  if (supervised !== undefined && typeof supervised !== 'boolean') throw new RRefError('RREF_CREATION_FAILED', 'malformed RRef creation request: supervised');
+  if (restart !== undefined && !(Number.isInteger(restart) && (restart as number) >= 0 && (restart as number) <= MAX_RESTART)) {
+    throw new RRefError('RREF_CREATION_FAILED', 'malformed RRef creation request: restart');
+  }
   if (!ok) throw new RRefError('RREF_CREATION_FAILED', 'malformed RRef creation request');
 }
 
@@ -65,11 +74,15 @@ export const createValue = remoteFunction(CREATE_FN, async (rrefId: string, fork
   try {
     let value: unknown;
     if (target === undefined) {
-      const fn = (spec as { fn: string }).fn;
+      const { fn, supervised, restart } = spec as Extract<CreateSpec, { fn: string }>;
       const callable = lookupCallable(fn, rrefs.selfName);
       entry.ownsVariables = isRegisteredClass(fn);
       if (entry.ownsVariables) value = construct(callable.invoke, spec.args);
       else value = await callable.invoke(spec.args);
+      if (supervised === true) {
+        entry.supervised = true;
+        if (restart !== undefined && restart > 0) await restoreMade(scope, value, rrefId, restart);
+      }
     } else {
       const { method } = spec as { method: string };
       value = await remoteMethodOf(await valueOf(target), method, rrefs.selfName)(...spec.args);
@@ -117,8 +130,19 @@ export const callValueMethod = remoteFunction(CALL_FN, async (rrefId: string, me
   // back one: the walk of the value, whose cost grows with the value, is skipped. A tensor such a method
   // only dropped from the value is let go at the value's next rescan or at its release.
   if (currentCallMayHoldTensors() || hasTensor(args) || hasTensor(result)) rrefs.owners.rescan(entry);
+  // A supervised object's state is saved before the reply: what a caller saw done survives its owner's restart.
+  const store = scope.host.options.checkpoints;
+  if (entry.supervised && store !== undefined && isCheckpointable(entry.value)) await saveObject(store, entry.value, entry.rrefId);
   return result;
 });
+
+/** A supervised object made again on a restarted owner takes back its last checkpoint, when its class says how. */
+async function restoreMade(scope: CallScope, value: unknown, rrefId: string, restart: number): Promise<void> {
+  const store = scope.host.options.checkpoints;
+  if (store === undefined || !isCheckpointable(value)) return;
+  const outcome = await restoreObject(store, value, rrefId);
+  if (outcome instanceof Error) scope.host.options.logger?.error(`[tensorbus] ${scope.host.name}: RRef ${rrefId}'s object (restart ${restart}) starts fresh: its checkpoint was refused: ${outcome.message}`);
+}
 
 /** True when `value` holds a tensor (the call's arguments: plain containers). */
 function hasTensor(value: unknown): boolean {

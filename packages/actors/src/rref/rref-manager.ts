@@ -7,7 +7,7 @@
  * that dies fails its RRefs' uses with RREF_OWNER_LOST. See docs/rref.md.
  * @module
  */
-import { RRefError, SerializationError, WorkerUnavailableError } from '@tensorbus/core';
+import { InvalidArgumentError, RRefError, SerializationError, WorkerUnavailableError } from '@tensorbus/core';
 import { errorFromWire, errorToWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
 import type { CallerIdentity } from '../agent/call-context.js';
 import type { ControlMessage } from '../agent/control.js';
@@ -27,6 +27,9 @@ import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { rrefBackward } from './rref-backward.js';
 import { CreationLaunches } from './creation-launch.js';
 import { fetchBehindCreation, fetchWithCreation, type FetchAheadHost } from './fetch-ahead.js';
+import { isIdempotent } from '../registry/functions.js';
+import { checkpointKey } from './object-checkpoints.js';
+import { backAfter, maxRestartsOf, ownerGone, recreate, releasedWhileAway, retriesOf, supervise, wakeWaiters, withRetries, type RemoteOptions } from './supervised.js';
 
 /** Counts of `agent.rrefStats()`. */
 export interface RRefStats {
@@ -76,7 +79,11 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
 
   /** Installed by the RRef plugin (plugin.ts). */
   constructor(private readonly host: AgentHost) {
-    this.owners = new OwnerTable(host.name, () => host.options.peerLimits);
+    this.owners = new OwnerTable(host.name, () => host.options.peerLimits, (entry) => {
+      // A supervised object's checkpoint ends with it.
+      const store = host.options.checkpoints;
+      if (entry.supervised && store?.delete) void store.delete(checkpointKey(entry.rrefId)).catch(() => undefined);
+    });
     // A value referencing the worker must not make everything it holds look like its own.
     markOpaque(host);
     markOpaque(this);
@@ -99,7 +106,8 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
       gone: (worker) => host.members.departure(worker) !== undefined,
       stopped: () => !host.running,
     };
-    host.members.gone$.subscribe(({ name }) => this.onWorkerGone(name));
+    host.members.gone$.subscribe(({ name, reason }) => this.onWorkerGone(name, reason));
+    host.members.rejoined$.subscribe((name) => this.onRejoined(name));
     host.members.membership$.subscribe((members) => this.onMembers(members));
     this.leaseTimer = leaseTimer(host.options.peerLimits.leaseMs, () => this.expireLeases());
   }
@@ -152,7 +160,14 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
   }
 
   /** Creates a value on `to` and returns its RRef at once [remote()]. */
-  create<T>(to: string, spec: CreateSpec, options: CallOptions, after?: Promise<void>): RRef<T> {
+  create<T>(to: string, spec: CreateSpec, remoteOptions: RemoteOptions, after?: Promise<void>): RRef<T> {
+    const { maxRestarts: _, ...options } = remoteOptions;
+    if (retriesOf(options) > 0) throw new InvalidArgumentError('retries apply to calls (rpcSync, rpcAsync, toHere), not to remote(): a creation is never sent twice');
+    const supervision = supervise(spec, maxRestartsOf(remoteOptions));
+    if (supervision) {
+      if (to === this.selfName) throw new InvalidArgumentError('maxRestarts: an object on this worker dies with its creator; supervise objects on other workers');
+      spec = supervision.spec;
+    }
     const rrefId = this.newId();
     if (to === this.selfName) {
       const entry = this.owners.open(rrefId);
@@ -162,6 +177,7 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
       return rref;
     }
     const state = this.newUser(rrefId, to, this.newId());
+    state.supervision = supervision;
     const send = (callOptions: CallOptions, wantsValue = false) => this.host.call(to, CREATE_FN, [rrefId, state.forkId, spec, wantsValue], callOptions);
     let created: Promise<unknown>;
     if (after === undefined) {
@@ -252,11 +268,30 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
   // ---- using RRefs -----------------------------------------------------------
 
   async fetch(rref: RRef<unknown>, options: CallOptions): Promise<unknown> {
-    return this.onOwner(rref, options, (rest) => this.host.call(rref.ownerName(), FETCH_FN, [rref.rrefId], rest), true);
+    const fetch = (rest: CallOptions) => this.onOwner(rref, rest, (last) => this.host.call(rref.ownerName(), FETCH_FN, [rref.rrefId], last), true);
+    // A fetch changes nothing: it may always be retried.
+    return this.retrying(rref, options, () => true, 'toHere()', fetch);
   }
 
   async callMethod(rref: RRef<unknown>, method: string, args: unknown[], options: CallOptions): Promise<unknown> {
-    return this.onOwner(rref, options, (rest) => this.host.call(rref.ownerName(), CALL_FN, [rref.rrefId, method, args], rest));
+    const call = (rest: CallOptions) => this.onOwner(rref, rest, (last) => this.host.call(rref.ownerName(), CALL_FN, [rref.rrefId, method, args], last));
+    const fn = rref.user?.supervision?.spec.fn ?? '';
+    return this.retrying(rref, options, () => isIdempotent(fn, method), `method '${method}' of class '${fn}'`, call);
+  }
+
+  /** Runs `use` of `rref`, again after its re-creation when asked to (`retries`) and `idempotent` (supervised.ts). */
+  private retrying(rref: RRef<unknown>, options: CallOptions, idempotent: () => boolean, what: string, use: (rest: CallOptions) => Promise<unknown>): Promise<unknown> {
+    if (retriesOf(options) === 0) return use(options);
+    const user = rref.user;
+    if (user?.supervision === undefined) {
+      throw new InvalidArgumentError(`retries apply to the supervised RRefs this worker made (remote(to, Class, args, { maxRestarts })); RRef ${rref.rrefId} is not one`);
+    }
+    const { retries: _, ...once } = options;
+    let generation = 0;
+    return withRetries(options, this.budget(options), idempotent, what, (rest) => {
+      generation = user.supervision!.generation;
+      return use({ ...once, timeoutMs: rest.timeoutMs });
+    }, () => backAfter(user, generation));
   }
 
   backward(rref: RRef<unknown>, contextId: string | undefined, retainGraph: boolean): Promise<void> {
@@ -305,7 +340,8 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     try {
       return await call(rest);
     } catch (error) {
-      if (error instanceof WorkerUnavailableError && user) {
+      // A supervised object's owner may come back: only this call fails (with its error), not the RRef.
+      if (error instanceof WorkerUnavailableError && user && !user.supervision) {
         user.failure = ownerLost(user, error);
         throw user.failure;
       }
@@ -371,6 +407,7 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     if (!state.released) {
       state.launch?.go();
       state.released = true;
+      releasedWhileAway(state);
       // Room for another fork from this owner at once (see read()); the delete follows.
       if (this.users.get(state.forkId) === state) this.usersPerOwner.add(state.owner, -1);
       state.deleting = this.deleteWhenDone(state).catch(() => undefined);
@@ -619,11 +656,30 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
     return { ok: true };
   }
 
-  private onWorkerGone(name: string): void {
+  private onWorkerGone(name: string, reason: 'left' | 'failed'): void {
     this.owners.dropHolder(name);
     for (const state of this.users.values()) {
       for (const [forkId, holder] of state.pendingChildren) if (holder === name) state.pendingChildren.delete(forkId);
-      if (state.owner === name && !state.failure) state.failure = ownerLost(state, new WorkerUnavailableError(`worker '${name}' is gone`));
+      if (state.owner !== name || state.failure) continue;
+      state.failure = ownerGone(state, reason);
+      if (state.failure) {
+        // Uses waiting for a re-creation that will not come fail now.
+        state.supervision?.back?.resolve();
+        wakeWaiters(state);
+      }
+    }
+  }
+
+  /** A new incarnation of `name` joined: the supervised objects it owned are made there again (supervised.ts). */
+  private onRejoined(name: string): void {
+    for (const state of this.users.values()) {
+      if (state.owner !== name || state.supervision?.back === undefined) continue;
+      // After the other subscribers to rejoined$ (shutdown's call counts start from zero for the new incarnation).
+      setImmediate(() => {
+        const made = recreate(state, (spec) => this.host.call(name, CREATE_FN, [state.rrefId, state.forkId, spec], {}));
+        // Released while it was being made: the new owner drops it.
+        void made.then((unwanted) => (unwanted ? this.deletes.add(name, [state.rrefId, state.forkId]).then(() => undefined) : undefined)).catch(() => undefined);
+      });
     }
   }
 

@@ -56,7 +56,14 @@ export interface RRefWire {
 
 /** What to run on the owner to make the value. */
 export type CreateSpec =
-  | { fn: string; args: unknown[] }
+  | {
+      fn: string;
+      args: unknown[];
+      /** A supervised object (supervised.ts): its owner saves its checkpoint after each method call, if its class says how. */
+      supervised?: boolean;
+      /** The restart this creation makes it again for (1, 2, …): it restores its last checkpoint, if its class says how. */
+      restart?: number;
+    }
   | { target: string; method: string; args: unknown[] };
 
 /** Attempts of an acknowledged control message before giving up. */

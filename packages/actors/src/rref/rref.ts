@@ -10,6 +10,7 @@ import { ARRIVES_AS_ITSELF, type ArrivesAsItself, type Received } from '../recei
 import type { WorkerInfo } from '../worker-info.js';
 import type { OwnerEntry } from './owner-table.js';
 import type { RRefWire } from './rref-protocol.js';
+import type { Supervision } from './supervised.js';
 
 /** The async version of T's methods (what `rref.rpcSync()` exposes), resolving to what their results arrive as. */
 export type SyncProxy<T> = {
@@ -52,6 +53,8 @@ export interface UserState {
   launch?: CreationLaunch;
   /** The delete of this fork, once under way (the last handle was released): shutdown waits for it. */
   deleting?: Promise<void>;
+  /** Set on the creator's fork of a supervised object (supervised.ts). */
+  supervision?: Supervision;
   /** Forks this worker sent on, not yet confirmed by their holders: forkId -> holder. */
   pendingChildren: Map<string, string>;
   /** RRef objects (handles) on this fork not released yet: the fork goes with the last. */
