@@ -27,6 +27,7 @@ import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { rrefBackward } from './rref-backward.js';
 import { CreationLaunches } from './creation-launch.js';
 import { fetchBehindCreation, fetchWithCreation, type FetchAheadHost } from './fetch-ahead.js';
+import { unrefTimer } from '../platform/process.js';
 
 /** Counts of `agent.rrefStats()`. */
 export interface RRefStats {
@@ -545,7 +546,7 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
       for (const forkId of entry.deleted) this.tombstone(`${entry.rrefId}|${forkId}`);
       entry.settle(undefined, dropped());
     }, FORK_WAIT_MS);
-    timer.unref();
+    unrefTimer(timer);
     this.awaited.set(entry, timer);
     return entry;
   }
