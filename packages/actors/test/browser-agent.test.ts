@@ -14,7 +14,7 @@ import { startNatsServer, type NatsServer } from '@tensorbus/nats-transport/test
 import { firstValueFrom, filter } from 'rxjs';
 import { initRpc, type RpcAgent } from '../src/index.js';
 import { openPage, servePage, type BrowserPage, type ServedPage } from './browser.js';
-import { callerSeen, whereAmI } from './fixtures/browser-functions.js';
+import { callerAfterWait, callerSeen, whereAmI } from './fixtures/browser-functions.js';
 
 const pageScript = fileURLToPath(new URL('./fixtures/agent-page.js', import.meta.url));
 const namespace = `tabagent${process.pid}`;
@@ -23,12 +23,14 @@ let server: NatsServer;
 let served: ServedPage;
 let tab: BrowserPage;
 let node: RpcAgent;
+let node2: RpcAgent;
 let seenAtStart: string[];
 
 test.before(async () => {
   server = await startNatsServer({ websocket: { quiet: true } });
   served = await servePage(pageScript, 'tensorbus agent page');
   node = await initRpc({ name: 'node', transport: natsTransport({ servers: server.url, namespace }), heartbeatMs: 100, failureTimeoutMs: 1_000 });
+  node2 = await initRpc({ name: 'node2', transport: natsTransport({ servers: server.url, namespace }), heartbeatMs: 100, failureTimeoutMs: 1_000 });
   tab = await openPage(served.url);
   await tab.page.waitForFunction('window.tbReady === true');
   seenAtStart = await tab.evaluate<string[]>(`tb.start(${JSON.stringify(server.wsUrl)}, ${JSON.stringify(namespace)}, 'tab')`);
@@ -37,14 +39,15 @@ test.before(async () => {
 test.after.always(async () => {
   await tab?.close();
   await node?.shutdown({ graceful: false }).catch(() => undefined);
+  await node2?.shutdown({ graceful: false }).catch(() => undefined);
   await served?.close();
   await server?.stop();
 });
 
 test.serial('browser agent - the tab joins over WebSocket: it sees the Node worker, and appears in the Node worker\'s membership$', async (t) => {
-  t.deepEqual(seenAtStart, ['node', 'tab']);
+  t.deepEqual(seenAtStart, ['node', 'node2', 'tab']);
   const members = await firstValueFrom(node.membership$.pipe(filter((list) => list.some((w) => w.name === 'tab'))));
-  t.deepEqual(members.map((w) => w.name).sort(), ['node', 'tab']);
+  t.deepEqual(members.map((w) => w.name).sort(), ['node', 'node2', 'tab']);
 });
 
 test.serial('browser agent - the tab calls a Node worker\'s function with rpcSync, and the Node worker shows the tab\'s MAC (keys made with noble, checked with node:crypto)', async (t) => {
@@ -64,6 +67,20 @@ test.serial('browser agent - a Node worker calls a remoteFunction registered in 
   tf.dispose([x, answer.doubled]);
   t.deepEqual(await node.rpcSync('tab', callerSeen, []), { caller: 'node', verified: true });
   t.is(await tab.evaluate<number>('tb.numTensors()'), before, 'the page disposed what the call made');
+});
+
+test.serial('browser agent - the tab serves two callers\' calls one at a time, so each call\'s scope (its caller, its tensors) holds across its awaits', async (t) => {
+  const before = await tab.evaluate<number>('tb.numTensors()');
+  const started = Date.now();
+  // Each call waits 400 ms inside the tab; the second arrives 100 ms after the first, so run at once
+  // they would overlap without nesting (the first ending while the second is open).
+  const first = node.rpcSync('tab', callerAfterWait, [400]);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const second = node2.rpcSync('tab', callerAfterWait, [400]);
+  const secondDone = second.then(() => Date.now() - started);
+  t.deepEqual(await Promise.all([first, second]), ['node', 'node2'], 'each call sees its own caller after its await');
+  t.true((await secondDone) >= 800, `the second call ran after the first (${await secondDone} ms)`);
+  t.is(await tab.evaluate<number>('tb.numTensors()'), before, 'each call\'s tensors were freed when it ended');
 });
 
 test.serial('browser agent - the tab holds an RRef on the Node worker: remote, a proxy call, toHere, release', async (t) => {

@@ -25,8 +25,15 @@ export class AsyncLocalStorage<T> {
     return this.store;
   }
 
-  /** Runs `fn` with `store` set, until it returns or, for a promise, until the promise settles. */
+  /**
+   * Runs `fn` with `store` set, until it returns or, for a promise, until the
+   * promise settles. With no store it is {@link exit}: leaving a scope only
+   * for the synchronous part, so that work arriving while a call is served
+   * (its messages are delivered then) does not empty the served call's slot
+   * across that call's awaits.
+   */
   run<R>(store: T | undefined, fn: () => R): R {
+    if (store === undefined) return this.exit(fn);
     const previous = this.store;
     this.store = store;
     let result: R;
