@@ -11,6 +11,7 @@
  */
 import { InvalidArgumentError } from '@tensorbus/core';
 import { elementBytes } from '@tensorbus/core/internal';
+import { emitWarning, unrefTimer } from './platform/process.js';
 
 /** Per-peer bounds (the `peerLimits` option of `initRpc`). */
 export interface PeerLimits {
@@ -120,7 +121,7 @@ export class PeerCounter {
  */
 export function leaseTimer(leaseMs: number, expire: () => void): NodeJS.Timeout {
   const timer = setInterval(() => guarded(expire), Math.max(10, Math.min(1_000, Math.floor(leaseMs / 4))));
-  timer.unref();
+  unrefTimer(timer);
   return timer;
 }
 
@@ -128,6 +129,6 @@ export function guarded(work: () => void): void {
   try {
     work();
   } catch (error) {
-    process.emitWarning(`tensorbus: cleaning up peer state failed: ${error instanceof Error ? error.message : String(error)}`);
+    emitWarning(`tensorbus: cleaning up peer state failed: ${error instanceof Error ? error.message : String(error)}`);
   }
 }

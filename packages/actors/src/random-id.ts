@@ -6,7 +6,7 @@
  * (protocols check who asks), but an id never seen cannot even be named.
  * @module
  */
-import { randomFillSync } from 'node:crypto';
+import { fillRandom, toBase64url } from './platform/crypto.js';
 
 /** Random bits in every id. */
 export const RANDOM_ID_BITS = 128;
@@ -14,15 +14,15 @@ const ID_BYTES = RANDOM_ID_BITS / 8;
 /** Ids drawn per refill of the pool (one system call for many ids: contexts tag every call). */
 const POOLED_IDS = 256;
 
-const pool = Buffer.alloc(ID_BYTES * POOLED_IDS);
+const pool = new Uint8Array(ID_BYTES * POOLED_IDS);
 let next = POOLED_IDS;
 
 /** 128 fresh random bits as 22 base64url characters (each id's bytes are used once). */
 export function randomIdPart(): string {
   if (next === POOLED_IDS) {
-    randomFillSync(pool);
+    fillRandom(pool);
     next = 0;
   }
   const start = ID_BYTES * next++;
-  return pool.toString('base64url', start, start + ID_BYTES);
+  return toBase64url(pool.subarray(start, start + ID_BYTES));
 }

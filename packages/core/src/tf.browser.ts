@@ -50,3 +50,6 @@ export function tensorBackend(): TensorBackendName {
 export function tensorBackendReason(): string {
   return loaded.reason;
 }
+
+/** As in Node (tf.ts): the variable a launcher sets once it said the backend; a page has no environment and reads none. */
+export const BACKEND_SAID_ENV = 'TENSORBUS_BACKEND_SAID';

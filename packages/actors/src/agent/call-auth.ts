@@ -14,7 +14,7 @@
  * unverified caller: served, never counted as a member. See docs/rpc.md.
  * @module
  */
-import { createCipheriv, createHash, createHmac, timingSafeEqual, type Cipher } from 'node:crypto';
+import { aes128Block, bytesEqual, hmacSha256, sha256, type BlockCipher } from '../platform/crypto.js';
 import type { Identity } from './identity.js';
 
 /** How far behind the newest counter an older one may still arrive. */
@@ -37,11 +37,11 @@ export type DhKeyLookup = (name: string) => string | undefined;
 interface PeerKeys {
   dhKey: string;
   /** HMAC keys (control messages). */
-  send: Buffer;
-  receive: Buffer;
+  send: Uint8Array;
+  receive: Uint8Array;
   /** AES-128-ECB of one block, one reusable object per direction (calls). */
-  sendBlock: Cipher;
-  receiveBlock: Cipher;
+  sendBlock: BlockCipher;
+  receiveBlock: BlockCipher;
   sent: number;
   newest: number;
   seen: Uint8Array;
@@ -53,9 +53,10 @@ export class CallAuth {
   unverified = 0;
   private readonly peers = new Map<string, PeerKeys>();
   /** The 16-byte block a call's MAC is the encryption of (filled per MAC: one MAC at a time). */
-  private readonly block = Buffer.alloc(16);
+  private readonly block = new Uint8Array(16);
+  private readonly blockView = new DataView(this.block.buffer);
   /** SHA-256 prefixes of function names (see {@link MAX_DIGESTS}). */
-  private readonly digests = new Map<string, Buffer>();
+  private readonly digests = new Map<string, Uint8Array>();
 
   constructor(private readonly identity: Identity, private readonly self: string, private readonly dhKeyOf: DhKeyLookup) {}
 
@@ -93,7 +94,7 @@ export class CallAuth {
     if (c <= peer.newest - WINDOW || (c <= peer.newest && peer.seen[c % WINDOW] === 1)) return false;
     if (!Number.isInteger(kind) || kind < 0 || kind > 255) return false;
     const expected = body ? mac(peer.receive, kind, fn, c, body) : this.blockMac(peer.receiveBlock, kind, fn, c);
-    if (!timingSafeEqual(expected, tag)) return false;
+    if (!bytesEqual(expected, tag)) return false;
     if (c > peer.newest) {
       // Slots between the old newest and this one are counters not seen yet.
       for (let k = Math.max(peer.newest + 1, c - WINDOW + 1); k < c; k++) peer.seen[k % WINDOW] = 0;
@@ -133,23 +134,23 @@ export class CallAuth {
    * (first 7)` encrypted with the pair's AES key. Every field has a fixed
    * place, so two different (counter, kind, name digest) never make the same block.
    */
-  private blockMac(cipher: Cipher, kind: number, fn: string, counter: number): Buffer {
+  private blockMac(cipher: BlockCipher, kind: number, fn: string, counter: number): Uint8Array {
     const block = this.block;
-    block.writeUInt32BE(Math.floor(counter / 2 ** 32), 0);
-    block.writeUInt32BE(counter >>> 0, 4);
+    this.blockView.setUint32(0, Math.floor(counter / 2 ** 32));
+    this.blockView.setUint32(4, counter >>> 0);
     block[8] = kind;
-    this.digestOf(fn).copy(block, 9);
+    block.set(this.digestOf(fn), 9);
     // A fresh buffer per MAC (the cipher allocates its output): the field owns it.
-    const out = cipher.update(block);
+    const out = cipher(block);
     // ECB without padding turns each whole block into one block at once; anything else is a broken cipher.
     if (out.byteLength !== MAC_BYTES) throw new Error('AES block cipher returned a partial block');
     return out;
   }
 
-  private digestOf(fn: string): Buffer {
+  private digestOf(fn: string): Uint8Array {
     let digest = this.digests.get(fn);
     if (digest === undefined) {
-      digest = createHash('sha256').update(fn).digest().subarray(0, DIGEST_BYTES);
+      digest = sha256(fn).subarray(0, DIGEST_BYTES);
       if (fn.length <= MAX_DIGESTED_NAME) {
         if (this.digests.size >= MAX_DIGESTS) this.digests.delete(this.digests.keys().next().value!);
         this.digests.set(fn, digest);
@@ -165,15 +166,12 @@ export class CallAuth {
 }
 
 /** One direction's AES-128 key (derived from its HMAC key, for this use only) as a reusable one-block cipher. */
-function blockCipher(pairKey: Buffer): Cipher {
-  const key = createHmac('sha256', pairKey).update('tensorbus call block key').digest().subarray(0, 16);
-  const cipher = createCipheriv('aes-128-ecb', key, null);
-  cipher.setAutoPadding(false);
-  return cipher;
+function blockCipher(pairKey: Uint8Array): BlockCipher {
+  return aes128Block(hmacSha256(pairKey, 'tensorbus call block key').subarray(0, 16));
 }
 
-function mac(key: Buffer, kind: number, fn: string, counter: number, body: Uint8Array | undefined): Buffer {
-  const hmac = createHmac('sha256', key).update(`${kind}\0${fn}\0${counter}`);
-  if (body) hmac.update(`\0${body.byteLength}\0`).update(body);
-  return hmac.digest().subarray(0, MAC_BYTES);
+function mac(key: Uint8Array, kind: number, fn: string, counter: number, body: Uint8Array | undefined): Uint8Array {
+  const head = `${kind}\0${fn}\0${counter}`;
+  const digest = body ? hmacSha256(key, head, `\0${body.byteLength}\0`, body) : hmacSha256(key, head);
+  return digest.subarray(0, MAC_BYTES);
 }

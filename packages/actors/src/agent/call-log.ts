@@ -9,6 +9,7 @@
  * @module
  */
 import { TensorbusError } from '@tensorbus/core';
+import { envVar, writeErrorLine, unrefTimer } from '../platform/process.js';
 
 /**
  * Codes of the errors that refuse a call rather than report a failure of the
@@ -49,8 +50,8 @@ const MAX_TEXT = 500;
 
 /** The default logger: one line to stderr, unless TENSORBUS_QUIET=1 (as the repository's CI sets it). */
 export function defaultLogger(): TensorbusLogger | undefined {
-  if (process.env.TENSORBUS_QUIET === '1') return undefined;
-  return { error: (line) => process.stderr.write(`${line}\n`) };
+  if (envVar('TENSORBUS_QUIET') === '1') return undefined;
+  return { error: writeErrorLine };
 }
 
 /** One line of text for `value`, cut to `max` characters. */
@@ -95,7 +96,7 @@ export class CallLog {
     if (this.written >= LINES_PER_SECOND) {
       this.unwritten++;
       // The count is written when the second is over, even if no failure follows.
-      this.flush ??= setTimeout(() => this.writeUnwritten(), this.windowStart + 1_000 - now).unref();
+      this.flush ??= unrefTimer(setTimeout(() => this.writeUnwritten(), this.windowStart + 1_000 - now));
       return;
     }
     this.written++;

@@ -20,6 +20,7 @@ import type { WireTiming } from './profiler.js';
 import { callSubject } from './subjects.js';
 import { observeServe, type ObservedServe } from '../observe/call-spans.js';
 import { observing } from '../observe/switch.js';
+import { serveExclusively } from '../platform/async-scope.js';
 
 /** Serves calls addressed to one worker. */
 export class CallServer {
@@ -197,7 +198,10 @@ export class CallServer {
         if (observing.on) wrapped = (observed = observeServe(this.host, request.fn, request.meta, caller.verified, message, wrapped)).run;
         if (entry.tidy) made = new CallTensors();
         const startedAt = request.meta.prof === 1 ? performance.now() : 0;
-        result = await (made === undefined ? wrapped() : made.run(wrapped));
+        const tensors = made;
+        const serve = tensors === undefined ? wrapped : () => tensors.run(wrapped);
+        // A tab, whose async scopes are global slots, serves one call at a time (platform/async-scope.browser.ts).
+        result = await (serveExclusively === undefined ? serve() : serveExclusively(serve));
         // The caller profiles this call: say how long it waited here and how long it ran, µs.
         if (request.meta.prof === 1) timing = { q: (startedAt - arrivedAt) * 1000, x: (performance.now() - startedAt) * 1000 };
       }

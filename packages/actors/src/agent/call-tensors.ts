@@ -18,7 +18,7 @@
  * the hook costs one integer comparison per tensor made.
  * @module
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { AsyncLocalStorage } from '../platform/async-scope.js';
 import { tf } from '@tensorbus/core';
 import { hookEngine, oncePerEngine } from '@tensorbus/core/internal';
 import { forEachTensor } from '../tensors.js';

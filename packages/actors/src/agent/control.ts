@@ -107,7 +107,8 @@ export class ControlChannel {
     // Traced (observe/): an RRef message carries its span's traceparent.
     const bytes = defaultCodec.encode(observing.tracing ? traceSentControl(this.name, worker, message) : message);
     if (!this.auth) return bytes;
-    const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    // msgpack `bin` either way: Node's encoder makes it of a Buffer, a page's (no Buffer) of a Uint8Array.
+    const body = typeof Buffer === 'function' ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) : bytes;
     return defaultCodec.encode([ENVELOPE, body, this.name, this.auth.seal(worker, CONTROL_KIND, '', body)]);
   }
 

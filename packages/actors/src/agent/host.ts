@@ -15,7 +15,7 @@
  * one line in the agent's plugin list (rpc-agent.ts). See docs/rpc.md.
  * @module
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { AsyncLocalStorage } from '../platform/async-scope.js';
 import type { Observable } from 'rxjs';
 import { ShutdownError, type Transport } from '@tensorbus/core';
 import type { WorkerInfo } from '../worker-info.js';

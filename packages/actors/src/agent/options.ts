@@ -7,6 +7,7 @@
 import type { ObjectCheckpointStore } from '../rref/object-checkpoints.js';
 import { InvalidArgumentError, localTransport, type Transport } from '@tensorbus/core';
 import { natsTransportFromUrl } from '../nats-loader.js';
+import { envVar } from '../platform/process.js';
 import { validateWorkerName } from '../worker-info.js';
 import { resolvePeerLimits, type PeerLimits } from '../peer-limits.js';
 import { defaultLogger, type TensorbusLogger } from './call-log.js';
@@ -72,7 +73,7 @@ export interface ResolvedOptions extends MembershipTiming {
 }
 
 function envInt(key: string): number | undefined {
-  const value = process.env[key];
+  const value = envVar(key);
   if (value === undefined || value === '') return undefined;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${key}=${value} is not a non-negative integer`);
@@ -87,14 +88,14 @@ function checkCount(label: string, value: number | undefined, min: number): void
 
 /** Applies defaults and the environment; throws InvalidArgumentError on bad values. */
 export function resolveOptions(options: InitRpcOptions): ResolvedOptions {
-  const name = options.name ?? process.env.TENSORBUS_NAME;
+  const name = options.name ?? envVar('TENSORBUS_NAME');
   if (name === undefined) {
     throw new InvalidArgumentError(
       'this worker has no name: pass initRpc({ name }) or set TENSORBUS_NAME; `tensorbus launch -n N script.js` starts N workers with their names, ranks and an embedded nats-server',
     );
   }
   validateWorkerName(name);
-  if (options.transport === undefined && !process.env.NATS_URL && options.name === undefined) {
+  if (options.transport === undefined && !envVar('NATS_URL') && options.name === undefined) {
     // Named by the environment as by the launcher, yet no bus: it would be alone on the in-process bus.
     throw new InvalidArgumentError(
       `TENSORBUS_NAME=${name} is set but NATS_URL is not, so this worker could reach no other process: set NATS_URL=nats://host:4222, start the workers with \`tensorbus launch\`, or pass initRpc({ transport: localTransport() }) for workers in one process`,
@@ -125,8 +126,8 @@ export function resolveOptions(options: InitRpcOptions): ResolvedOptions {
   checkCount('failureTimeoutMs', timing.failureTimeoutMs, 1);
   const transport = Promise.resolve(
     options.transport ??
-      (process.env.NATS_URL
-        ? natsTransportFromUrl(process.env.NATS_URL, process.env.TENSORBUS_NAMESPACE, name)
+      (envVar('NATS_URL')
+        ? natsTransportFromUrl(envVar('NATS_URL')!, envVar('TENSORBUS_NAMESPACE'), name)
         : localTransport()),
   );
   return {

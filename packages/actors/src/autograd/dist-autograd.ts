@@ -20,6 +20,7 @@ import { creatorOf, GRADS, META_KEY, RELEASE, replyId, tagOf, validCarriers } fr
 import { contextClosed, contextOpened, recordingScope, withoutRecording } from './tape.js';
 import { observeBackward } from '../observe/backward-span.js';
 import { observing } from '../observe/switch.js';
+import { nextTurn, unrefTimer } from '../platform/process.js';
 
 type Tensor = tf.Tensor;
 
@@ -109,7 +110,7 @@ export class DistAutograd implements PluginLifecycle {
     } finally {
       // Dropped here now; the release calls go on the next turn, after the code awaiting this context has
       // sent what it does next (the next step's forward), so they fill the time spent waiting for it.
-      if (this.drop(context)) setImmediate(() => void this.releasePeers(context, undefined));
+      if (this.drop(context)) nextTurn(() => void this.releasePeers(context, undefined));
     }
   }
 
@@ -338,7 +339,7 @@ export class DistAutograd implements PluginLifecycle {
       // A pass is synchronous. Several gradient messages often arrive in one read (one per
       // micro-batch of a pipeline): yielding first lets the gradients the previous pass sent
       // leave before this one starts, so the next worker works on them meanwhile.
-      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise<void>((resolve) => nextTurn(resolve));
       if (!context.open) {
         throw new AutogradError('AUTOGRAD_CONTEXT_NOT_FOUND', `autograd context ${contextId} was released during its backward pass`);
       }
@@ -436,7 +437,7 @@ export class DistAutograd implements PluginLifecycle {
     const giveUp = Date.now() + this.host.options.peerLimits.leaseMs;
     void (async () => {
       for (let pause = 100; ; pause = Math.min(pause * 2, RELEASE_RETRY_MAX_MS)) {
-        await new Promise((resolve) => setTimeout(resolve, pause).unref());
+        await new Promise((resolve) => unrefTimer(setTimeout(resolve, pause)));
         if (!this.host.running || this.host.members.departure(peer) !== undefined) return;
         if (!isCurrentMember(this.host, peer) && Date.now() > giveUp) return;
         if (await this.tryRelease(peer, contextId, timeoutMs)) return;

@@ -21,7 +21,7 @@
  * the process, the hooks cost one integer comparison per op.
  * @module
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { AsyncLocalStorage } from '../platform/async-scope.js';
 import { tf } from '@tensorbus/core';
 import { asInnerKernel, gradientDepth, hookEngine, keptClone, kernelDepth, oncePerEngine, shareTensorData, withActiveTape, type TapeNode } from '@tensorbus/core/internal';
 

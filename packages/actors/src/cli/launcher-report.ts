@@ -11,6 +11,7 @@
 import type { RpcAgent } from '../agent/rpc-agent.js';
 import { hostOf } from '../agent/rpc-agent.js';
 import { MEMBERSHIP } from '../membership/plugin.js';
+import { envVar } from '../platform/process.js';
 
 /** A worker's report to its launcher. */
 export type LauncherReport =
@@ -19,7 +20,7 @@ export type LauncherReport =
 
 /** Reports `agent`'s instance and the failures its membership declares, when a launcher listens (`process.send`). */
 export function reportToLauncher(agent: RpcAgent): void {
-  if (typeof process.send !== 'function' || process.env.TENSORBUS_LAUNCHER_PID === undefined) return;
+  if (envVar('TENSORBUS_LAUNCHER_PID') === undefined || typeof process.send !== 'function') return;
   const membership = hostOf(agent).plugin(MEMBERSHIP);
   const send = (report: LauncherReport) => {
     if (process.connected) process.send!(report, undefined, undefined, () => undefined);

@@ -6,12 +6,14 @@
  * handler the user installed still shuts down gracefully.
  * @module
  */
+import { envVar } from '../platform/process.js';
 
 let watching = false;
 
 /** Watches the launcher named by `TENSORBUS_LAUNCHER_PID`, if any; the watch never keeps the process alive. */
 export function watchLauncher(): void {
-  const launcher = Number(process.env.TENSORBUS_LAUNCHER_PID);
+  // A page has no environment (envVar is undefined there), so no launcher: returns before touching `process`.
+  const launcher = Number(envVar('TENSORBUS_LAUNCHER_PID'));
   if (watching || !Number.isSafeInteger(launcher) || launcher <= 1) return;
   watching = true;
   const timer = setInterval(() => {

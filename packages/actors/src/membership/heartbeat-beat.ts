@@ -3,7 +3,7 @@
  * Transport.startBeacon): numbered from the counter the worker shares with
  * that thread, signed with the worker's key, framed as the codec frames a
  * value without tensors. This module runs on the beacon thread: it imports
- * neither TensorFlow.js nor the codec, only msgpackr and node:crypto.
+ * neither TensorFlow.js nor the codec, only msgpackr and the platform's crypto (node:crypto).
  *
  * The shared memory (an Int32Array on a SharedArrayBuffer) is
  * `[SEQ, STATE, ID]`: the sequence number of the worker's latest
@@ -12,7 +12,7 @@
  * `hello`; joined: `hb`; left: nothing), and its current id.
  * @module
  */
-import { sign, type KeyObject } from 'node:crypto';
+import { signText, type PrivateKey } from '../platform/crypto.js';
 import { Packr } from 'msgpackr';
 
 /** Index of the sequence counter in the shared memory. */
@@ -61,7 +61,7 @@ export interface BeatData {
   sk: string;
   xk: string;
   /** The worker's Ed25519 private key. */
-  key: KeyObject;
+  key: PrivateKey;
 }
 
 // The codec's options (codec.ts): a plain object packs to the same bytes.
@@ -91,6 +91,6 @@ export function beat(data: BeatData, shared: Int32Array): Uint8Array | undefined
   if (state === LEFT) return undefined;
   // Key order as the main thread's announcements (membership.ts `signed`).
   const message = { k: state === JOINING ? 'hello' : 'hb', n: data.n, id: Atomics.load(shared, ID), inst: data.inst, t: data.t, q, sk: data.sk, xk: data.xk } as SignedFields & { sig?: string };
-  message.sig = sign(null, Buffer.from(signedText(message)), data.key).toString('base64url');
+  message.sig = signText(data.key, signedText(message));
   return frame(message);
 }

@@ -39,7 +39,7 @@
  * See docs/rpc.md.
  * @module
  */
-import { randomUUID } from 'node:crypto';
+import { randomUuid } from '../platform/crypto.js';
 import { BehaviorSubject, Subject, type Subscription } from 'rxjs';
 import {
   defaultCodec,
@@ -62,6 +62,7 @@ import type { AgentHost, Departure } from '../agent/host.js';
 import type { MembershipTiming } from '../agent/options.js';
 import { MEMBERS_SUBJECT, STATUS_REPLY_PATTERN } from '../agent/subjects.js';
 import { isCount, isInstance, isWorkerId, isWorkerName } from '../agent/wire-checks.js';
+import { unrefTimer } from '../platform/process.js';
 
 /** A join waits for its beacon thread to beat (a first start loads the nats client there) at most this long, ms. */
 const BEACON_START_LIMIT_MS = 5_000;
@@ -113,7 +114,7 @@ interface Claim {
 
 /** One worker's view of the group. */
 export class Membership implements MembershipFace {
-  readonly inst = randomUUID();
+  readonly inst = randomUuid();
   readonly joinedAt = Date.now();
   /** Current members, this worker included, sorted by id then name. */
   readonly membership$ = new BehaviorSubject<WorkerInfo[]>([]);
@@ -128,7 +129,8 @@ export class Membership implements MembershipFace {
   private readonly members = new Map<string, Member>();
   private readonly departed = new Map<string, Departed>();
   /** `[SEQ, STATE, ID]` of this worker, shared with its beacon thread (heartbeat-beat.ts). */
-  private readonly shared = new Int32Array(new SharedArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT));
+  // A page without cross-origin isolation has no SharedArrayBuffer (and no beacon thread to share with).
+  private readonly shared = new Int32Array(typeof SharedArrayBuffer === 'function' ? new SharedArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT) : new ArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT));
   /** This worker's heartbeats from the transport's beacon thread; undefined without one. */
   private beacon: BeaconSlot | undefined;
   private id = -1;
@@ -234,7 +236,7 @@ export class Membership implements MembershipFace {
     Atomics.store(this.shared, STATE, JOINED);
     this.lastTick = Date.now();
     this.heartbeat = setInterval(() => this.tick(), this.timing.heartbeatMs);
-    this.heartbeat.unref();
+    unrefTimer(this.heartbeat);
   }
 
   /** Resolves once `worldSize` workers with ids have joined, or rejects after `timeoutMs`. */

@@ -8,6 +8,7 @@ import { wasmHeapOf } from '@tensorbus/core/internal';
 import type { AgentHost } from '../agent/host.js';
 import { AUTOGRAD } from '../autograd/plugin.js';
 import { RREFS } from '../rref/plugin.js';
+import { memoryUsage } from '../platform/process.js';
 
 /** A worker's resources at one moment. */
 export interface WorkerResources {
@@ -37,7 +38,7 @@ function wasmHeap(): number {
 export function readResources(host: AgentHost): WorkerResources {
   const memory = tf.memory();
   const rrefs = host.plugin(RREFS).stats();
-  const usage = process.memoryUsage();
+  const usage = memoryUsage();
   return {
     inFlight: host.callCounts.outstanding,
     rrefs: { owned: rrefs.owners, used: rrefs.users },

@@ -5,7 +5,7 @@
  * is the parent otherwise.
  * @module
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { AsyncLocalStorage } from '../platform/async-scope.js';
 import { context, type Context } from '@opentelemetry/api';
 
 /** The OpenTelemetry context of the span running now (set by served calls and backward passes). */

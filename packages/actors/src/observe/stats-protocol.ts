@@ -15,7 +15,7 @@
  *                                          (or nothing, beyond the rate limit)
  * @module
  */
-import { createHash } from 'node:crypto';
+import { sha256, toBase64url } from '../platform/crypto.js';
 import { RING_SECONDS } from './call-rings.js';
 import type { WorkerResources } from './resources.js';
 import { MAX_ERROR_CODES, MAX_EVENTS, MAX_REPORTED, MAX_ROUTES, type WorkerEvent } from './worker-observations.js';
@@ -90,7 +90,7 @@ export function nonceOf(message: { [field: string]: unknown }): string {
 
 /** What a stats answer's signature covers: the asker's nonce and the SHA-256 of the snapshot's bytes. */
 export function statsSignedText(nonce: string, snapshot: Uint8Array): string {
-  return `tensorbus stats\0${nonce}\0${createHash('sha256').update(snapshot).digest('base64url')}`;
+  return `tensorbus stats\0${nonce}\0${toBase64url(sha256(snapshot))}`;
 }
 
 /** The history a query asks for, bounded: `w` seconds when it is an integer in 1..300, else the default. */

@@ -7,7 +7,8 @@
  * (stats-protocol.ts); which keys belong to members, member-witness.ts says.
  * @module
  */
-import { randomBytes } from 'node:crypto';
+import { fillRandom, toBase64url } from '../platform/crypto.js';
+import { processId } from '../platform/process.js';
 import { defaultCodec, type Transport } from '@tensorbus/core';
 import { controlSubject, MEMBERS_SUBJECT } from '../agent/subjects.js';
 import { Identity } from '../agent/identity.js';
@@ -39,7 +40,7 @@ let verifier: Identity | undefined;
 export async function listWorkers(transport: Transport, waitMs: number): Promise<WorkerSeen[]> {
   verifier ??= new Identity();
   const found = new Map<string, WorkerSeen | null>();
-  const inbox = `tb.status.${process.pid}.${Date.now()}x${++queries}`;
+  const inbox = `tb.status.${processId()}.${Date.now()}x${++queries}`;
   const subscription = transport.subscribe(inbox, (message) => {
     try {
       const here = decodeWithoutTensors(message.data) as Announcement;
@@ -69,7 +70,7 @@ export async function listWorkers(transport: Transport, waitMs: number): Promise
  */
 export async function queryStats(transport: Transport, worker: { name: string; signKey: string }, window = 60, timeoutMs = 1_000): Promise<WorkerStats | undefined> {
   verifier ??= new Identity();
-  const nonce = randomBytes(18).toString('base64url');
+  const nonce = toBase64url(fillRandom(new Uint8Array(18)));
   try {
     const reply = await transport.request(controlSubject(worker.name), defaultCodec.encode({ k: STATS, w: window, n: nonce }), { timeoutMs });
     const signed = decodeWithoutTensors(reply) as { s?: unknown; sig?: unknown };

@@ -9,7 +9,7 @@
  * encoded once, the signature made per reply.
  * @module
  */
-import { hostname } from 'node:os';
+import { hostname, processId } from '../platform/process.js';
 import { defaultCodec, tensorBackend } from '@tensorbus/core';
 import type { AgentHost } from '../agent/host.js';
 import type { SecondBucket } from './call-rings.js';
@@ -61,7 +61,7 @@ export class StatsResponder {
       name: host.name,
       id: self.id,
       host: hostname(),
-      pid: process.pid,
+      pid: processId(),
       startedAt: o.startedAt,
       uptimeS: Math.round((Date.now() - o.startedAt) / 1000),
       backend: tensorBackend(),

@@ -11,6 +11,7 @@
  */
 import { createNoopMeter, metrics, ProxyTracerProvider, trace } from '@opentelemetry/api';
 import { SCOPE } from './span-scope.js';
+import { unrefTimer } from '../platform/process.js';
 
 /** How long a stats query keeps this process's calls measured, ms. */
 export const STATS_WATCH_MS = 10 * 60_000;
@@ -78,7 +79,7 @@ export function agentStarted(): void {
   refreshObservability();
   if (timer === undefined) {
     timer = setInterval(refreshObservability, REFRESH_MS);
-    timer.unref();
+    unrefTimer(timer);
   }
 }
 

@@ -6,6 +6,7 @@
  */
 import { InvalidArgumentError, UnknownFunctionError } from '@tensorbus/core';
 import { tfOpByName, tfOpName } from './tf-builtins.js';
+import { emitWarning } from '../platform/process.js';
 
 /** A function registered for remote calls, still callable locally. */
 export type RemoteFunction<A extends unknown[] = unknown[], R = unknown> = ((...args: A) => R) & {
@@ -75,7 +76,7 @@ const entries = new Map<string, RegistryEntry>();
 function register(entry: RegistryEntry, target: object): void {
   const existing = entries.get(entry.name);
   if (existing && (existing as { target?: object }).target !== target) {
-    process.emitWarning(`tensorbus: '${entry.name}' was registered twice; the later definition wins`);
+    emitWarning(`tensorbus: '${entry.name}' was registered twice; the later definition wins`);
   }
   entries.set(entry.name, Object.assign(entry, { target }));
 }

@@ -6,7 +6,7 @@
  * microtask sends the waiting creations first, so nothing overtakes them.
  * @module
  */
-import { AsyncResource } from 'node:async_hooks';
+import { captureScope } from '../platform/async-scope.js';
 import { disposeTransient } from '../tensors.js';
 import type { CreationLaunch, UserState } from './rref.js';
 
@@ -26,7 +26,7 @@ export class CreationLaunches {
    */
   start(state: UserState, send: (wantsValue: boolean) => Promise<unknown>): CreationLaunch {
     let settle!: { resolve: (value: unknown) => void; reject: (error: unknown) => void };
-    const scope = new AsyncResource('tb.rref.create');
+    const scope = captureScope('tb.rref.create');
     const launch: CreationLaunch = {
       wantsValue: false,
       abandoned: false,
@@ -36,7 +36,7 @@ export class CreationLaunches {
         state.launch = undefined;
         this.waiting.delete(state);
         try {
-          scope.runInAsyncScope(send, undefined, launch.wantsValue).then(settle.resolve, settle.reject);
+          scope(send, launch.wantsValue).then(settle.resolve, settle.reject);
         } catch (error) {
           settle.reject(error);
         }

@@ -8,6 +8,7 @@
  * adds its few milliseconds to when the owner drops the value.
  * @module
  */
+import { unrefTimer } from '../platform/process.js';
 
 /** How long the first delete of a batch waits for others to the same owner, ms. */
 export const DELETE_WINDOW_MS = 2;
@@ -55,7 +56,7 @@ export class DeleteBatches {
         this.deliver(owner, batch.forks).then(settle.resolve, settle.reject);
       },
     };
-    batch.timer.unref();
+    unrefTimer(batch.timer);
     this.open.set(owner, batch);
     return batch;
   }

@@ -11,7 +11,7 @@
  * object starts fresh from its constructor, and the owner says so.
  * @module
  */
-import { createHash } from 'node:crypto';
+import { sha256 } from '../platform/crypto.js';
 import { disposeTransient } from '../tensors.js';
 
 /** Where supervised objects' checkpoints are kept (the JetStream `checkpointStore` fits). */
@@ -40,7 +40,7 @@ export function isCheckpointable(value: unknown): value is Checkpointable {
 
 /** The store key of RRef `rrefId`'s object: a digest (names may hold characters a key may not). */
 export function checkpointKey(rrefId: string): string {
-  return `tensorbus.object.${createHash('sha256').update(rrefId).digest('hex').slice(0, 40)}`;
+  return `tensorbus.object.${Array.from(sha256(rrefId), (byte) => byte.toString(16).padStart(2, '0')).join('').slice(0, 40)}`;
 }
 
 /** Saves `value`'s state under its RRef's key. */

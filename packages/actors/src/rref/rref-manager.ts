@@ -30,6 +30,7 @@ import { fetchBehindCreation, fetchWithCreation, type FetchAheadHost } from './f
 import { isIdempotent } from '../registry/functions.js';
 import { checkpointKey } from './object-checkpoints.js';
 import { backAfter, maxRestartsOf, ownerGone, recreate, releasedWhileAway, retriesOf, supervise, wakeWaiters, withRetries, type RemoteOptions } from './supervised.js';
+import { unrefTimer } from '../platform/process.js';
 
 /** Counts of `agent.rrefStats()`. */
 export interface RRefStats {
@@ -582,7 +583,7 @@ export class RRefManager implements RRefHost, PluginLifecycle, FetchAheadHost {
       for (const forkId of entry.deleted) this.tombstone(`${entry.rrefId}|${forkId}`);
       entry.settle(undefined, dropped());
     }, FORK_WAIT_MS);
-    timer.unref();
+    unrefTimer(timer);
     this.awaited.set(entry, timer);
     return entry;
   }

@@ -18,7 +18,7 @@
  * The protocol, its messages and guarantees: docs/shutdown.md.
  * @module
  */
-import { randomBytes } from 'node:crypto';
+import { fillRandom, toBase64url } from '../platform/crypto.js';
 import { RpcTimeoutError } from '@tensorbus/core';
 import type { ControlMessage } from '../agent/control.js';
 import { SHUTDOWN_STATUS } from './shutdown-protocol.js';
@@ -126,7 +126,7 @@ async function poll(self: BarrierParticipant, timeoutMs: number): Promise<Map<st
     names.map(async (name) => {
       if (name === self.name) return self.status();
       try {
-        const nonce = randomBytes(12).toString('base64url');
+        const nonce = toBase64url(fillRandom(new Uint8Array(12)));
         const reply = await self.request(name, { k: SHUTDOWN_STATUS, from: self.name, c: nonce }, timeoutMs);
         return openStatus(self, name, nonce, reply);
       } catch {

@@ -9,6 +9,7 @@ import { RpcTimeoutError } from '@tensorbus/core';
 import { PluginKey, type AgentHost, type PluginLifecycle, type ProtocolPlugin } from '../agent/host.js';
 import { signStatus, staticBarrier, type ShutdownStatus } from './barrier.js';
 import { SHUTDOWN_CONTROL_KINDS, SHUTDOWN_STATUS } from './shutdown-protocol.js';
+import { writeErrorLine } from '../platform/process.js';
 
 /** One worker's side of graceful shutdown. */
 export class GracefulShutdown implements PluginLifecycle {
@@ -48,7 +49,7 @@ export class GracefulShutdown implements PluginLifecycle {
     }
     const failed = waitedFor.filter((name) => host.members.departure(name) === 'failed');
     if (failed.length > 0) {
-      process.stderr.write(`[tensorbus] graceful shutdown of '${host.name}' went on without ${failed.map((n) => `'${n}'`).join(', ')}: declared failed (stopped answering)\n`);
+      writeErrorLine(`[tensorbus] graceful shutdown of '${host.name}' went on without ${failed.map((n) => `'${n}'`).join(', ')}: declared failed (stopped answering)`);
     }
     return failure;
   }

@@ -20,8 +20,8 @@
  * consumer that never finishes: use `for await` or `concatMapStream` there.
  * @module
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { promiseHooks } from 'node:v8';
+import { AsyncLocalStorage, promiseHooks } from '../platform/async-scope.js';
+import { nextTurn } from '../platform/process.js';
 
 /** The work for one delivered item. */
 interface ItemWork {
@@ -39,7 +39,8 @@ let openTrackers = 0;
 let removeHooks: (() => void) | undefined;
 
 function installHooks(): void {
-  if (openTrackers++ > 0) return;
+  // No promise hooks (a page): nothing counts an item's promises, so an item is finished once its delivery returns.
+  if (openTrackers++ > 0 || promiseHooks === undefined) return;
   const stopInit = promiseHooks.onInit((promise) => {
     const work = currentItem.getStore();
     if (work === undefined) return;
@@ -101,7 +102,7 @@ export class ConsumerWork {
     if (this.flushScheduled || this.closed) return;
     this.flushScheduled = true;
     currentItem.exit(() =>
-      setImmediate(() => {
+      nextTurn(() => {
         this.flushScheduled = false;
         this.flush();
       }),

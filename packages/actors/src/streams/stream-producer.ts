@@ -23,6 +23,7 @@ import { callScope, type AgentHost } from '../agent/host.js';
 import { MAX_STREAM_CREDIT, type CallRequest } from '../agent/call-protocol.js';
 import type { ControlMessage } from '../agent/control.js';
 import { END, FAIL, ITEM, MAX_OBSERVABLE_BUFFER, STREAM_CANCEL, STREAM_CREDIT, streamKey } from './stream-protocol.js';
+import { unrefTimer } from '../platform/process.js';
 
 interface Producer {
   caller: string;
@@ -169,7 +170,7 @@ export class StreamProducers {
         producer.failure = new StreamError('STREAM_LEASE_EXPIRED', `worker '${this.worker}' stopped a stream of '${producer.caller}': no credit from its consumer for ${leaseMs} ms (peerLimits.leaseMs)`);
         producer.stop();
       }, Math.max(0, producer.heardAt + leaseMs - Date.now()));
-      lease.unref();
+      unrefTimer(lease);
     });
   }
 
