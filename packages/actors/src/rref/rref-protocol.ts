@@ -70,3 +70,18 @@ export type CreateSpec =
 export const CONTROL_ATTEMPTS = 8;
 /** Wait for one acknowledgement, ms. */
 export const CONTROL_TIMEOUT_MS = 2_000;
+
+/** A supervised object's restart state, kept by its creator on the RRef's user state. */
+export interface Supervision {
+  /** What made the object, sent again to each new incarnation of its owner. */
+  readonly spec: CreateSpec & { fn: string };
+  readonly maxRestarts: number;
+  /** Restarts used so far. */
+  restarts: number;
+  /** Bumped each time the object is lost; a call remembers it to wait for the next one. */
+  generation: number;
+  /** Waiting for the owner's new incarnation (set at the loss, cleared once re-created). */
+  back: { promise: Promise<void>; resolve(): void } | undefined;
+  /** Told when the object was made again or lost for good (calls waiting to retry). */
+  readonly waiters: Set<() => void>;
+}

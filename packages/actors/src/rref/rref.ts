@@ -10,7 +10,7 @@ import { ARRIVES_AS_ITSELF, type ArrivesAsItself, type Received } from '../recei
 import type { WorkerInfo } from '../worker-info.js';
 import type { OwnerEntry } from './owner-table.js';
 import type { RRefWire } from './rref-protocol.js';
-import type { Supervision } from './supervised.js';
+import type { Supervision } from './rref-protocol.js';
 
 /** The async version of T's methods (what `rref.rpcSync()` exposes), resolving to what their results arrive as. */
 export type SyncProxy<T> = {

@@ -15,7 +15,7 @@ import { filter, firstValueFrom, take, timeout } from 'rxjs';
 import type { CallOptions, MembersView } from '../agent/host.js';
 import { isRegisteredClass } from '../registry/functions.js';
 import type { Budget } from './bounded-wait.js';
-import type { CreateSpec } from './rref-protocol.js';
+import type { CreateSpec, Supervision } from './rref-protocol.js';
 import type { UserState } from './rref.js';
 
 /** Options of `agent.remote()`. */
@@ -32,21 +32,6 @@ export interface RemoteOptions extends CallOptions {
 const MAX_RESTARTS_LIMIT = 1_000;
 /** Retries allowed at most per call. */
 const MAX_RETRIES = 100;
-
-/** A supervised object's restart state, kept by its creator on the RRef's user state. */
-export interface Supervision {
-  /** What made the object, sent again to each new incarnation of its owner. */
-  readonly spec: CreateSpec & { fn: string };
-  readonly maxRestarts: number;
-  /** Restarts used so far. */
-  restarts: number;
-  /** Bumped each time the object is lost; a call remembers it to wait for the next one. */
-  generation: number;
-  /** Waiting for the owner's new incarnation (set at the loss, cleared once re-created). */
-  back: { promise: Promise<void>; resolve(): void } | undefined;
-  /** Told when the object was made again or lost for good (calls waiting to retry). */
-  readonly waiters: Set<() => void>;
-}
 
 /** `options.maxRestarts`, checked: a whole number in [0, 1000]. */
 export function maxRestartsOf(options: RemoteOptions): number {
