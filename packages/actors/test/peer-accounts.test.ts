@@ -46,8 +46,13 @@ for (const kind of transportKinds()) {
     const [w, m] = agents as [RpcAgent, RpcAgent];
     await eventually(() => w.workers().length === 2 && m.workers().length === 2);
     const baseline = tf.memory().numTensors;
-    const outsider = stranger(await group.transport());
-    t.teardown(() => outsider.failEverything(new Error('test over') as never));
+    const outsiderTransport = await group.transport();
+    const outsider = stranger(outsiderTransport);
+    // Its own connection too: an open one keeps the test process from exiting.
+    t.teardown(async () => {
+      outsider.failEverything(new Error('test over') as never);
+      await outsiderTransport.close();
+    });
     const claimed = await createUnder(outsider, 'w', names('n', 10));
     t.is(claimed.made, 5, 'ten claimed names got one budget of 5 in total');
     t.deepEqual(claimed.refused, Array(5).fill('RREF_LIMIT_EXCEEDED'));
@@ -69,7 +74,10 @@ test.serial('nats accounts - peer bounds - callers from another account share on
   t.teardown(() => accounts.stop());
   const w = await initRpc({ name: 'w', transport: accounts.connect('svc'), heartbeatMs: 100, failureTimeoutMs: 1_000, peerLimits: { ...limits, leaseMs: 60_000 } });
   t.teardown(() => stopAll([w]));
-  const [c1, c1again, c2, local] = await Promise.all((['c1', 'c1', 'c2', 'svc'] as const).map(async (user) => stranger(await accounts.connect(user))));
+  const connections = await Promise.all((['c1', 'c1', 'c2', 'svc'] as const).map((user) => accounts.connect(user)));
+  // Closed before the server stops (teardowns run last first): an open connection keeps the test process from exiting.
+  t.teardown(() => Promise.all(connections.map((transport) => transport.close())));
+  const [c1, c1again, c2, local] = connections.map(stranger);
   const first = await createUnder(c1!, 'w', names('a', 10));
   t.is(first.made, 5, 'ten claimed names from account C1 got one budget of 5');
   t.deepEqual(first.refused, Array(5).fill('RREF_LIMIT_EXCEEDED'));
