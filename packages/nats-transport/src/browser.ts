@@ -7,10 +7,10 @@
  * chunk protocol as Node's, so a tab and a Node worker exchange any size).
  * @module
  */
-import type { ConnectionOptions } from 'nats';
 import type { Transport } from '@tensorbus/core';
 import { connectError } from './errors.js';
-import { connect, credsAuthenticator, nkeyAuthenticator } from './nats-client.js';
+import { clientOptions } from './client-options.js';
+import { connect } from './nats-client.js';
 import { NatsTransport } from './nats-transport.js';
 import type { NatsTransportOptions } from './options.js';
 import { checkSubject } from './subject-check.js';
@@ -45,22 +45,7 @@ export async function natsTransport(options: BrowserNatsTransportOptions): Promi
   if (options.namespace) checkSubject(options.namespace, 'subject');
   if (options.inboxPrefix !== undefined) checkSubject(options.inboxPrefix, 'reply subject');
   const servers = Array.isArray(options.servers) ? options.servers : options.servers.split(',');
-  const connection: ConnectionOptions = {
-    servers,
-    name: options.name,
-    user: options.user,
-    pass: options.pass,
-    token: options.token,
-    reconnect: options.reconnect ?? true,
-    maxReconnectAttempts: options.maxReconnectAttempts ?? -1,
-    reconnectTimeWait: options.reconnectTimeWait ?? 250,
-    timeout: options.timeoutMs ?? 5_000,
-    inboxPrefix: options.inboxPrefix,
-    pingInterval: 10_000,
-    ...options.connectionOptions,
-  };
-  if (options.nkeySeed) connection.authenticator = nkeyAuthenticator(new TextEncoder().encode(options.nkeySeed));
-  if (options.creds) connection.authenticator = credsAuthenticator(new TextEncoder().encode(options.creds));
+  const connection = clientOptions(options, servers, options.creds);
   let nc;
   try {
     nc = await connect(connection);

@@ -5,7 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import type { DirectOptions } from './direct/direct-protocol.js';
-import { credsAuthenticator, nkeyAuthenticator, type ConnectionOptions } from 'nats';
+import type { ConnectionOptions } from 'nats';
+import { clientOptions } from './client-options.js';
 
 /** Options of {@link natsTransport}. */
 export interface NatsTransportOptions {
@@ -68,25 +69,8 @@ export interface NatsTransportOptions {
 /** Translates tensorbus options into the nats client's. */
 export function connectionOptions(options: NatsTransportOptions): ConnectionOptions {
   const servers = options.servers ?? process.env.NATS_URL ?? '127.0.0.1:4222';
-  const out: ConnectionOptions = {
-    servers: Array.isArray(servers) ? servers : servers.split(','),
-    name: options.name,
-    user: options.user,
-    pass: options.pass,
-    token: options.token,
-    tls: options.tls,
-    reconnect: options.reconnect ?? true,
-    maxReconnectAttempts: options.maxReconnectAttempts ?? -1,
-    reconnectTimeWait: options.reconnectTimeWait ?? 250,
-    timeout: options.timeoutMs ?? 5_000,
-    inboxPrefix: options.inboxPrefix,
-    pingInterval: 10_000,
-    ...options.connectionOptions,
-  };
-  if (options.nkeySeed) out.authenticator = nkeyAuthenticator(new TextEncoder().encode(options.nkeySeed));
   const creds = options.creds ?? (options.credsFile ? readFileSync(options.credsFile, 'utf8') : undefined);
-  if (creds) out.authenticator = credsAuthenticator(new TextEncoder().encode(creds));
-  return out;
+  return clientOptions(options, Array.isArray(servers) ? servers : servers.split(','), creds, options.tls);
 }
 
 /**
