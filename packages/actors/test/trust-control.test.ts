@@ -155,7 +155,8 @@ test.serial('control trust - a flood of hellos under new names does not grow a w
     nc.publish(`${ns}.tb.members`, defaultCodec.encode(signedBy(flooder, { k: 'hello', n: `ghost${i}`, id: 100 + i, inst: `g${i}`, t: 0, q: 1 })));
   }
   await nc.flush();
-  await eventually(() => agents.every((agent) => hostOf(agent).plugin(MEMBERSHIP).dropped >= 5_000 - 4_096), 15_000);
+  // A deadline for checking 5,000 signatures per agent beside another test file on 2 cores, not the bound under test.
+  await eventually(() => agents.every((agent) => hostOf(agent).plugin(MEMBERSHIP).dropped >= 5_000 - 4_096), 60_000);
   for (const agent of agents) t.true(agent.workers().length <= 4_096, `${agent.workers().length} members`);
   const sum = await agents[0]!.rpcSync('b', addNumbers, [1, 2], { timeoutMs: 5_000 });
   t.is(sum, 3, 'the group still works');
