@@ -22,7 +22,7 @@ test.serial('launcher - Ctrl-C: workers shut down gracefully while the embedded 
     process.kill(-launched.launcher.pid!, 'SIGINT'); // the whole foreground group, as a terminal does
     t.is(await launched.exit, 130);
     t.true(Date.now() - started < 20_000, `stopped in ${Date.now() - started} ms`);
-    for (const name of ['w0', 'w1', 'w2']) t.regex(launched.out(), new RegExp(`left ${name}`), `${name} finished its graceful shutdown`);
+    for (const name of ['w0', 'w1', 'w2']) t.regex(launched.out(), new RegExp(`left ${name}`), `${name} finished its graceful shutdown; its stderr:\n${launched.err()}`);
     t.notRegex(launched.out(), /shutdown failed/);
     t.deepEqual(await allGone(pids), [], 'no worker and no nats-server left running');
   } finally {

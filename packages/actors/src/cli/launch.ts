@@ -53,6 +53,26 @@ async function startLaunchDashboard(url: string, args: LaunchArgs): Promise<{ ur
   return dashboard;
 }
 
+/** How long after a worker exits the launcher still waits for the rest of its output (held open only by what it started). */
+const OUTPUT_DRAIN_MS = 1_000;
+
+/**
+ * Calls `ended` once `child` exited and its output was read to the end: the
+ * 'close' event, so a worker's last lines are printed before the launcher
+ * moves on (and maybe exits); or OUTPUT_DRAIN_MS after 'exit', when a process
+ * the worker started keeps its stdout open.
+ */
+function onEnded(child: ChildProcess, ended: (code: number | null, signal: NodeJS.Signals | null) => void): void {
+  let done = false;
+  const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+    if (done) return;
+    done = true;
+    ended(code, signal);
+  };
+  child.once('close', finish);
+  child.once('exit', (code, signal) => setTimeout(() => finish(code, signal), OUTPUT_DRAIN_MS).unref());
+}
+
 /** Sends `signal` to a worker's whole process group: what it started goes too. */
 function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   try {
@@ -197,7 +217,7 @@ export async function launch(args: LaunchArgs): Promise<number> {
     pipeLines(child.stdout, prefix, process.stdout);
     pipeLines(child.stderr, prefix, process.stderr);
     if (supervising) child.on('message', (report) => onReport(slot, report));
-    child.on('exit', (code, signal) => {
+    onEnded(child, (code, signal) => {
       slot.inst = undefined;
       const failed = code !== 0 || signal !== null;
       const how = signal ?? `code ${code}`;
