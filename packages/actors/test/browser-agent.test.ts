@@ -4,17 +4,18 @@
  * "browser" exports; it runs initRpc over NATS WebSocket and works with a
  * Node worker on TCP, on one real nats-server: calls both ways with verified
  * MACs, an RRef, distributed autograd through a RemoteModule, membership,
- * and a closed tab that is a departed worker.
+ * calls back into a tab from the call it serves refused at once, and a
+ * closed tab that is a departed worker.
  */
 import test from 'ava';
 import { fileURLToPath } from 'node:url';
-import { tf, WorkerUnavailableError } from '@tensorbus/core';
+import { ReentrantCallError, tf, WorkerUnavailableError } from '@tensorbus/core';
 import { natsTransport } from '@tensorbus/nats-transport';
 import { startNatsServer, type NatsServer } from '@tensorbus/nats-transport/testing';
 import { firstValueFrom, filter } from 'rxjs';
 import { initRpc, type RpcAgent } from '../src/index.js';
 import { openPage, servePage, type BrowserPage, type ServedPage } from './browser.js';
-import { callerAfterWait, callerSeen, whereAmI } from './fixtures/browser-functions.js';
+import { callerAfterWait, callerSeen, hello, throughNodes, whereAmI } from './fixtures/browser-functions.js';
 
 const pageScript = fileURLToPath(new URL('./fixtures/agent-page.js', import.meta.url));
 const namespace = `tabagent${process.pid}`;
@@ -117,6 +118,26 @@ test.serial('browser agent - distributed autograd: a RemoteModule on the Node wo
   const deadline = Date.now() + 5_000;
   while (tf.memory().numTensors !== tensorsBefore && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
   t.is(tf.memory().numTensors, tensorsBefore, 'the module\'s weights and the context\'s tensors are gone from the Node worker');
+});
+
+test.serial('browser agent - a call back into the tab from the call it serves (tab → Node → tab, and through two Node workers) fails at once with ReentrantCallError, and the tab serves on', async (t) => {
+  const before = await tab.evaluate<number>('tb.numTensors()');
+  for (const via of [['node2'], ['node2', 'node']]) {
+    const started = Date.now();
+    // Queued behind the call it came back from, it would wait out every timeout on the way (30 s here).
+    const error = await t.throwsAsync(node.rpcSync('tab', throughNodes, [via, 'tab'], { timeoutMs: 30_000 }), { instanceOf: ReentrantCallError });
+    t.is(error?.code, 'REENTRANT_CALL');
+    t.regex(error?.message ?? '', /worker 'tab' serves one call at a time/);
+    const elapsed = Date.now() - started;
+    t.true(elapsed < 3_000, `through ${via.join(', ')}: refused after ${elapsed} ms`);
+  }
+  t.is(await node.rpcSync('tab', hello, [], { timeoutMs: 5_000 }), 'hello', 'the tab serves the next call');
+  t.is(await tab.evaluate<number>('tb.numTensors()'), before);
+});
+
+test.serial('browser agent - a call back into the tab from a call the tab made on its own (serving none) is served', async (t) => {
+  t.is(await tab.evaluate<string>('tb.relay(["node2"], "tab")'), 'hello');
+  t.is(await tab.evaluate<string>('tb.relay(["node2", "node"], "tab")'), 'hello');
 });
 
 test.serial('browser agent - a closed tab is a departed worker: it leaves membership$ and calls to it fail fast with WorkerUnavailableError', async (t) => {

@@ -19,6 +19,7 @@ import {
   TensorbusError,
   TransportError,
   CheckpointError,
+  ReentrantCallError,
   UnknownFunctionError,
   WorkerUnavailableError,
   type AutogradErrorCode,
@@ -94,6 +95,7 @@ const rebuilders = new Map<string, Rebuilder>([
   ['MISSING_PACKAGE', (m, o) => new MissingPackageError(m, o)],
   ['TRANSPORT', (m, o) => new TransportError(m, o)],
   ['CHECKPOINT_INVALID', (m, o) => new CheckpointError(m, o)],
+  ['REENTRANT_CALL', (m, o) => new ReentrantCallError(m, o)],
 ]);
 for (const code of ['RREF_NOT_OWNER', 'RREF_RELEASED', 'RREF_CREATION_FAILED', 'RREF_OWNER_LOST', 'RREF_LIMIT_EXCEEDED'] satisfies RRefErrorCode[]) {
   rebuilders.set(code, (m, o) => new RRefError(code, m, o));

@@ -35,6 +35,7 @@ export type ErrorCode =
   | 'MISSING_PACKAGE'
   | 'TRANSPORT'
   | 'CHECKPOINT_INVALID'
+  | 'REENTRANT_CALL'
   | GatewayErrorCode;
 
 /** Options common to every tensorbus error. */
@@ -233,6 +234,19 @@ export class TransportError extends TensorbusError {
 export class CheckpointError extends TensorbusError {
   constructor(message: string, options: TensorbusErrorOptions = {}) {
     super('CHECKPOINT_INVALID', message, options);
+  }
+}
+
+/**
+ * A call into a worker that serves its calls one at a time (a browser tab)
+ * came back to it from the call it is serving: the tab called a worker which
+ * called the tab before answering. Served, it would wait for the call it
+ * waits on; it is refused at once instead. Not retryable: the same chain of
+ * calls meets the same refusal (docs/browser.md).
+ */
+export class ReentrantCallError extends TensorbusError {
+  constructor(message: string, options: TensorbusErrorOptions = {}) {
+    super('REENTRANT_CALL', message, options);
   }
 }
 

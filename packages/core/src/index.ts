@@ -58,6 +58,7 @@ export {
   MissingPackageError,
   TransportError,
   CheckpointError,
+  ReentrantCallError,
   GatewayError,
 } from './errors.js';
 export type { ErrorCode, RRefErrorCode, AutogradErrorCode, StreamErrorCode, GatewayErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';

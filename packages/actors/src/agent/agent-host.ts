@@ -28,9 +28,11 @@ import type {
   ProtocolPlugin,
   StreamStarter,
 } from './host.js';
-import { departureReason } from './host.js';
+import { callScope, departureReason } from './host.js';
 import type { Identity } from './identity.js';
 import type { ResolvedOptions } from './options.js';
+import { waitedByOnward } from './reentrancy.js';
+import { exclusiveServing } from '../platform/async-scope.js';
 
 /** What the membership plugin gives the host besides the view every plugin sees: the keys calls are sealed with. */
 export interface MembershipFace extends MembersView, PluginLifecycle {
@@ -188,6 +190,9 @@ export class WorkerHost implements AgentHost {
   /** Metadata for a call to `to`. */
   meta(to: string): CallMeta {
     const meta: CallMeta = { from: this.name };
+    // Servers waiting on this call's answer, and this one if it serves one call at a time (reentrancy.ts).
+    const waitedBy = waitedByOnward(callScope.getStore()?.meta, this.name, exclusiveServing?.serving());
+    if (waitedBy !== undefined) meta.waitedBy = waitedBy;
     for (const contribute of this.metaContributors) contribute(meta, to);
     return meta;
   }

@@ -28,6 +28,7 @@ const REFUSALS = new Set([
   'AUTOGRAD_LIMIT_EXCEEDED',
   'AUTOGRAD_CONTEXT_NOT_FOUND',
   'STREAM_LIMIT_EXCEEDED',
+  'REENTRANT_CALL',
 ]);
 
 /** True when `error` refuses the call (see {@link REFUSALS}): answered, never logged. */

@@ -18,6 +18,7 @@ import { SerializationError } from '@tensorbus/core';
 import type { WireError } from '@tensorbus/core/internal';
 import type { CallMeta } from './call-context.js';
 import { streamSubject } from './subjects.js';
+import { isWaitedByOrAbsent, MAX_WAITED_BY } from './reentrancy.js';
 import { isWorkerName } from './wire-checks.js';
 
 /** Largest initial credit a stream request may ask for. */
@@ -61,6 +62,9 @@ export function parseRequest(value: unknown): CallRequest {
   const [kind, fn, args, meta, open] = value as [number, unknown, unknown, unknown, unknown];
   if (typeof fn !== 'string' || !Array.isArray(args) || typeof meta !== 'object' || meta === null || !isWorkerName((meta as CallMeta).from)) {
     throw new SerializationError('malformed call: expected [kind, name, args[], { from: <worker name> }]');
+  }
+  if (!isWaitedByOrAbsent((meta as CallMeta).waitedBy)) {
+    throw new SerializationError(`malformed call: meta.waitedBy must be at most ${MAX_WAITED_BY} [<worker name>, <turn>] pairs`);
   }
   if (kind === STREAM) {
     // Items go only to the caller's own stream subject: the request names it, and it must be that one.

@@ -20,7 +20,8 @@ import type { WireTiming } from './profiler.js';
 import { callSubject } from './subjects.js';
 import { observeServe, type ObservedServe } from '../observe/call-spans.js';
 import { observing } from '../observe/switch.js';
-import { serveExclusively } from '../platform/async-scope.js';
+import { exclusiveServing } from '../platform/async-scope.js';
+import { refuseComingBack } from './reentrancy.js';
 
 /** Serves calls addressed to one worker. */
 export class CallServer {
@@ -200,8 +201,10 @@ export class CallServer {
         const startedAt = request.meta.prof === 1 ? performance.now() : 0;
         const tensors = made;
         const serve = tensors === undefined ? wrapped : () => tensors.run(wrapped);
-        // A tab, whose async scopes are global slots, serves one call at a time (platform/async-scope.browser.ts).
-        result = await (serveExclusively === undefined ? serve() : serveExclusively(serve));
+        // A tab, whose async scopes are global slots, serves one call at a time (platform/async-scope.browser.ts);
+        // a call that came back from the one it serves would wait on itself, and is refused (reentrancy.ts).
+        if (exclusiveServing !== undefined) refuseComingBack(request.meta, request.fn, this.name, exclusiveServing.serving());
+        result = await (exclusiveServing === undefined ? serve() : exclusiveServing.serve(serve));
         // The caller profiles this call: say how long it waited here and how long it ran, µs.
         if (request.meta.prof === 1) timing = { q: (startedAt - arrivedAt) * 1000, x: (performance.now() - startedAt) * 1000 };
       }

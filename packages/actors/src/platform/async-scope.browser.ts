@@ -3,7 +3,7 @@
  * (nor `AsyncContext`), so a store here is a global slot: `run(store, fn)`
  * sets it for `fn` and, when `fn` returns a promise, until that promise
  * settles. That is exact while one scope is open at a time, which is why a
- * tab serves its incoming calls one at a time ({@link serveExclusively}): the
+ * tab serves its incoming calls one at a time ({@link exclusiveServing}): the
  * call being served owns the slots across its `await`s. Code the page runs
  * meanwhile on its own (a timer, a call it started outside a served call)
  * sees the served call's scope. See docs/browser.md.
@@ -98,11 +98,35 @@ export interface PromiseHooks {
 /** No promise hooks in a page: a stream item counts as finished when its delivery returns. */
 export const promiseHooks: PromiseHooks | undefined = undefined;
 
-let queue: Promise<unknown> = Promise.resolve();
+/** The gate through which a worker serves its incoming calls one at a time, numbering them. */
+export interface ExclusiveServing {
+  /** Runs `run` once the calls that arrived before it have ended. */
+  serve<T>(run: () => Promise<T>): Promise<T>;
+  /** The turn (a number counting the calls served) of the call being served now; undefined when none is. */
+  serving(): number | undefined;
+}
 
-/** A tab's incoming calls run one at a time, in the order they arrive, so each owns the global scopes while it runs. */
-export const serveExclusively: (<T>(run: () => Promise<T>) => Promise<T>) | undefined = <T>(run: () => Promise<T>): Promise<T> => {
-  const turn = queue.then(run);
-  queue = turn.catch(() => undefined);
-  return turn;
+let queue: Promise<unknown> = Promise.resolve();
+let turns = 0;
+let current: number | undefined;
+
+/**
+ * A tab's incoming calls run one at a time, in the order they arrive, so each
+ * owns the global scopes while it runs; each is a numbered turn, which the
+ * calls it makes carry (agent/reentrancy.ts).
+ */
+export const exclusiveServing: ExclusiveServing | undefined = {
+  serve<T>(run: () => Promise<T>): Promise<T> {
+    const turn = queue.then(async () => {
+      current = ++turns;
+      try {
+        return await run();
+      } finally {
+        current = undefined;
+      }
+    });
+    queue = turn.catch(() => undefined);
+    return turn;
+  },
+  serving: () => current,
 };

@@ -30,9 +30,17 @@ export interface PromiseHooks {
 /** Hooks on every promise's creation and settling; undefined where the platform has none. */
 export const promiseHooks: PromiseHooks | undefined = v8PromiseHooks as unknown as PromiseHooks;
 
+/** The gate through which a worker serves its incoming calls one at a time, numbering them. */
+export interface ExclusiveServing {
+  /** Runs `run` once the calls that arrived before it have ended. */
+  serve<T>(run: () => Promise<T>): Promise<T>;
+  /** The turn (a number counting the calls served) of the call being served now; undefined when none is. */
+  serving(): number | undefined;
+}
+
 /**
  * Where a worker must serve its incoming calls one at a time (a tab, whose
  * scopes are global), the gate they pass; undefined in Node, where calls run
  * concurrently, each in its own async scope.
  */
-export const serveExclusively: (<T>(run: () => Promise<T>) => Promise<T>) | undefined = undefined;
+export const exclusiveServing: ExclusiveServing | undefined = undefined;
