@@ -77,17 +77,28 @@ export interface ServedPage {
 
 const TYPES: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.map': 'application/json' };
 
+/** Options of {@link servePage}. */
+export interface ServePageOptions {
+  /**
+   * The project whose `node_modules` gives TensorFlow.js's WebAssembly files
+   * (a directory); by default the one this helper is installed in. The
+   * bundle's imports resolve from `entry`'s own directory either way.
+   */
+  project?: string;
+}
+
 /**
  * Bundles `entry` (a compiled .js) with esbuild for the browser and serves it
  * on 127.0.0.1 beside TensorFlow.js's WebAssembly files. Refuses a bundle
  * that pulled in a `node:` module.
  */
-export async function servePage(entry: string, title = 'tensorbus test page'): Promise<ServedPage> {
+export async function servePage(entry: string, title = 'tensorbus test page', options: ServePageOptions = {}): Promise<ServedPage> {
   const dir = mkdtempSync(join(tmpdir(), 'tb-page-'));
   const result = await build({ entryPoints: [entry], bundle: true, platform: 'browser', format: 'esm', target: 'es2022', outfile: join(dir, 'bundle.js'), metafile: true, logLevel: 'error' });
   const nodeModules = Object.keys(result.metafile.inputs).filter((input) => input.startsWith('node:'));
   if (nodeModules.length > 0) throw new Error(`the page bundle pulled in Node modules: ${nodeModules.join(', ')}`);
-  const wasmDir = dirname(createRequire(import.meta.url).resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm'));
+  const resolveFrom = options.project === undefined ? import.meta.url : join(options.project, 'package.json');
+  const wasmDir = dirname(createRequire(resolveFrom).resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm'));
   for (const file of readdirSync(wasmDir).filter((name) => name.endsWith('.wasm'))) copyFileSync(join(wasmDir, file), join(dir, file));
   writeFileSync(join(dir, 'index.html'), `<!doctype html><meta charset="utf-8"><title>${title}</title><link rel="icon" href="data:,"><body><script type="module" src="bundle.js"></script></body>`);
   const server = createServer((request, response) => {
