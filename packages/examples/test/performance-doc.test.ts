@@ -19,8 +19,8 @@ function tempDoc(): string {
   return doc;
 }
 
-/** `1.92 ms`, `263 µs`: a median as the doc prints it, computed here from the raw figure. */
-const asTime = (ms: number) => (ms < 1 ? `${(ms * 1000).toPrecision(3)} µs` : `${ms.toPrecision(3)} ms`);
+/** `1.92 ms`, `263 µs`, `1.40 s`: a median as the doc prints it, computed here from the raw figure. */
+const asTime = (ms: number) => (ms < 1 ? `${(ms * 1000).toPrecision(3)} µs` : ms < 1000 ? `${ms.toPrecision(3)} ms` : `${(ms / 1000).toPrecision(3)} s`);
 
 test('bench doc - a recorded full run writes tables, chart and sentences whose figures match the run', (t) => {
   const report = fixture('bench-full.json');
@@ -49,8 +49,9 @@ test('bench doc - a recorded full run writes tables, chart and sentences whose f
   const row = text.split('\n').find((line) => line.startsWith('| identity 4 MB |'))!;
   t.is(row.split(' | ')[1], nats4, 'the table quotes the same 4 MB figure');
   const quoted = [...text.matchAll(/4 MB[^|\n]*?(\d[\d.]*) ms/g)].map((m) => `${m[1]} ms`);
-  // The two-host figures are other systems' (tensorbus and PyTorch between two hosts), as is the one with busy polling off.
-  const others = [torch4, asTime(median('4MB', 'tensorbus-2hosts')), asTime(median('4MB', 'pytorch-2hosts')), asTime(median('4MB', 'tensorbus-nats-nopoll'))];
+  const browsers = ['tab-to-node', 'node-to-tab', 'tensorbus-nats-bus'];
+  // The two-host figures are other systems', as are the browser table's (a tab each way, Node to Node through the bus alone).
+  const others = [torch4, ...['tensorbus-2hosts', 'pytorch-2hosts', 'tensorbus-nats-nopoll', ...browsers].map((system) => asTime(median('4MB', system)))];
   t.deepEqual([...new Set(quoted.filter((q) => !others.includes(q)))], [nats4], 'one tensorbus 4 MB figure in the whole generated part');
   const noop = asTime(median('noop', 'tensorbus-nats'));
   t.true(text.includes(`**No-op round trip:** ${noop} against`), `no-op ${noop}`);
@@ -76,9 +77,16 @@ test('bench doc - a recorded full run writes tables, chart and sentences whose f
   t.deepEqual(hostsRow.split(' | ').slice(1, 3), [between4, torchBetween4]);
   t.true(text.includes(report.twoHosts!.pytorchPath!), 'the doc says what TensorPipe used between the hosts');
 
+  // The browser table: no-op and 4 MB, a tab each way beside Node to Node through the bus alone and with the direct plane.
+  t.regex(text, /### A browser tab over WebSocket/);
+  for (const [caseId, title] of [['noop', 'no-op round trip'], ['4MB', 'identity 4 MB']] as const) {
+    const browserRow = text.slice(text.indexOf('### A browser tab over WebSocket')).split('\n').find((line) => line.startsWith(`| ${title} |`));
+    t.deepEqual(browserRow?.split(' | ').slice(1), [...browsers, 'tensorbus-nats'].map((system, i, all) => `${asTime(median(caseId, system))}${i === all.length - 1 ? ' |' : ''}`), `the browser table's ${title} row`);
+  }
+
   const chart = readFileSync(join(doc, '..', DOC_CHART), 'utf8');
   for (const label of ['tensorbus (NATS, 2 processes)', 'raw NATS request/reply', 'gRPC-js unary, raw bytes', 'raw TCP (Node)', 'PyTorch RPC (TensorPipe)', 'tensorbus (NATS, 2 hosts)', 'PyTorch RPC (TensorPipe, 2 hosts)']) t.true(chart.includes(label), `chart has ${label}`);
-  const plotted = report.results.filter((r) => r.caseId !== 'noop' && Number.isFinite(r.medianMs) && ['4KB', '1MB', '4MB', '40MB', '400MB'].includes(r.caseId)).length;
+  const plotted = report.results.filter((r) => !browsers.includes(r.system) && Number.isFinite(r.medianMs) && ['4KB', '1MB', '4MB', '40MB', '400MB'].includes(r.caseId)).length;
   t.is([...chart.matchAll(/<circle /g)].length, plotted, 'one point per measured size and system');
 });
 

@@ -3,7 +3,10 @@
  * loopback. Starts an embedded nats-server, the processes of each system
  * (tensorbus over NATS: a driver and a callee process; tensorbus in-process;
  * raw NATS, gRPC-js and raw TCP: a client and a server process each), runs
- * every case on every system, runs the PyTorch RPC anchor scripts, the
+ * every case on every system (a browser tab in headless Chromium calling a
+ * Node worker and called by one over the server's WebSocket port, beside
+ * Node to Node through the bus alone: no-op and 4 MB), runs the PyTorch RPC
+ * anchor scripts, the
  * growth study and the 400 MB case with peak memory, then the two-host part
  * (4 MB and 400 MB between two network namespaces joined by a veth pair,
  * tensorbus and PyTorch RPC; see two-hosts.ts), then writes
@@ -40,7 +43,7 @@ import type { BenchReport, CaseResult, GrowthRecord, MissingSystem, PeakRecord }
 import { Progress, runCase, runPeakCase, runPytorchLatency, runPytorchProtocols, runPytorchRate } from './runner.js';
 import { runsCase, startNodeSystem, type NodeSystem, type NodeSystemId } from './systems/node-systems.js';
 import { PYTORCH_MISSING, torchAvailability } from './systems/pytorch.js';
-import { SYSTEM_IDS, SYSTEM_LABELS, TWO_HOST_SYSTEMS } from './systems/system-ids.js';
+import { BROWSER_SYSTEMS, SYSTEM_IDS, SYSTEM_LABELS, TWO_HOST_SYSTEMS } from './systems/system-ids.js';
 import { runTwoHosts } from './two-hosts.js';
 
 /** max_payload of the embedded nats-server: the most nats-server allows, so 40 MB fits in one message. */
@@ -78,9 +81,11 @@ if (options.systems.has('pytorch') || options.systems.has('pytorch-2hosts')) {
 /** Whether any case but the application ones runs (`--only apps` starts no system). */
 const microCases = [...options.cases].some((id) => id !== APPS_ID);
 let nats: NatsServer | undefined;
-if (microCases && (options.systems.has('tensorbus-nats') || options.systems.has('tensorbus-nats-nopoll') || options.systems.has('nats'))) {
-  nats = await startNatsServer({ maxPayload: NATS_MAX_PAYLOAD });
-  console.log(`nats-server ${versionInfo['nats-server'] ?? ''} on ${nats.url}, max_payload ${NATS_MAX_PAYLOAD / (1 << 20)} MB`);
+const browsers = BROWSER_SYSTEMS.some((id) => options.systems.has(id));
+if (microCases && (browsers || (['tensorbus-nats', 'tensorbus-nats-nopoll', 'nats'] as const).some((id) => options.systems.has(id)))) {
+  // The browser systems' tabs reach it over WebSocket (loopback, no TLS), with the same max_payload.
+  nats = await startNatsServer({ maxPayload: NATS_MAX_PAYLOAD, ...(browsers ? { websocket: { quiet: true } } : {}) });
+  console.log(`nats-server ${versionInfo['nats-server'] ?? ''} on ${nats.url}${nats.wsUrl ? ` and ${nats.wsUrl}` : ''}, max_payload ${NATS_MAX_PAYLOAD / (1 << 20)} MB`);
 }
 
 const systems: NodeSystem[] = [];
@@ -88,7 +93,7 @@ const nodeSystemIds = microCases ? selected.filter((id): id is NodeSystemId => i
 for (const id of nodeSystemIds) {
   console.log(`starting ${SYSTEM_LABELS[id]} ...`);
   try {
-    systems.push(await startNodeSystem(id, nats ? { url: nats.url, pid: nats.pid } : undefined));
+    systems.push(await startNodeSystem(id, nats ? { url: nats.url, pid: nats.pid, wsUrl: nats.wsUrl } : undefined));
   } catch (error) {
     console.log(`  ${SYSTEM_LABELS[id]} could not start: ${(error as Error).message}`);
     missing.push({ system: id, reason: `could not start: ${(error as Error).message}` });

@@ -6,7 +6,7 @@
 import { writeChart } from '../../common/svg-chart.js';
 import { CASES } from '../cases.js';
 import type { CaseResult } from '../results.js';
-import { SYSTEM_LABELS, type SystemId } from '../systems/system-ids.js';
+import { BROWSER_SYSTEMS, SYSTEM_LABELS, type SystemId } from '../systems/system-ids.js';
 
 /** `10 kB`, `1 MB`, `100 MB`: labels of the decade ticks. */
 function decimalBytes(bytes: number): string {
@@ -26,7 +26,9 @@ function decimalTime(ms: number): string {
 /** Writes the chart to `path`; returns the path. */
 export function writeRoundTripChart(path: string, results: CaseResult[], systems: SystemId[]): string {
   const sized = CASES.filter((c) => (c.bytes ?? 0) > 0);
+  // The browser systems run the no-op and 4 MB only: a table of their own, no line here.
   const series = systems
+    .filter((system) => !BROWSER_SYSTEMS.includes(system))
     .map((system) => ({
       label: SYSTEM_LABELS[system],
       points: sized

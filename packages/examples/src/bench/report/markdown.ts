@@ -7,7 +7,7 @@
 import { appSection } from '../apps/app-report.js';
 import { CASES, TWO_HOST_CASE_IDS } from '../cases.js';
 import type { BenchReport, CaseResult } from '../results.js';
-import { PEER_SYSTEMS, SYSTEM_LABELS, SYSTEM_SHORT, TENSORBUS_SYSTEMS, TWO_HOST_SYSTEMS, type SystemId } from '../systems/system-ids.js';
+import { BROWSER_CASE_IDS, BROWSER_SYSTEMS, PEER_SYSTEMS, SYSTEM_LABELS, SYSTEM_SHORT, TENSORBUS_SYSTEMS, TWO_HOST_SYSTEMS, type SystemId } from '../systems/system-ids.js';
 import { formatFigure, formatMB, formatRate, formatRatio, formatTime } from './format.js';
 import type { TargetOutcome } from './targets.js';
 
@@ -60,10 +60,33 @@ function twoHostSection(
   return out;
 }
 
+/**
+ * The browser table: no-op and 4 MB round trips between a tab and a Node
+ * worker both ways, beside Node to Node through the bus alone and with the
+ * direct plane (tensorbus NATS, the default), in the same run.
+ */
+function browserSection(report: BenchReport, cell: (caseId: string, system: SystemId) => string): string[] {
+  const ran = BROWSER_SYSTEMS.filter((s) => report.systems.includes(s));
+  if (ran.length === 0) return [];
+  const columns = [...ran, ...(report.systems.includes('tensorbus-nats') ? (['tensorbus-nats'] as SystemId[]) : [])];
+  const cases = CASES.filter((c) => BROWSER_CASE_IDS.has(c.id) && columns.some((s) => report.results.some((r) => r.caseId === c.id && r.system === s)));
+  const out = [
+    '## A browser tab over WebSocket',
+    '',
+    'A page in headless Chromium is the worker `tab` (the browser builds, nats-server\'s WebSocket port) and a Node worker the other end, ' +
+      'each way; beside them two Node processes through the bus alone (direct plane off) and with the direct plane (the default). ' +
+      'The same cases, repetitions and warm-up as every other row; all through the one nats-server.',
+    '',
+  ];
+  if (cases.length === 0) return [...out, 'No figures: see the missing systems above.', ''];
+  out.push(...table(['case', ...columns.map((s) => SYSTEM_SHORT[s])], cases.map((c) => [c.title, ...columns.map((s) => cell(c.id, s))])), '');
+  return out;
+}
+
 /** Renders the report as markdown. */
 export function renderMarkdown(report: BenchReport, targets: TargetOutcome[]): string {
-  // The two-host systems have a table of their own (two cases, one peer).
-  const systems = report.systems.filter((s) => !TWO_HOST_SYSTEMS.includes(s));
+  // The two-host and the browser systems have tables of their own.
+  const systems = report.systems.filter((s) => !TWO_HOST_SYSTEMS.includes(s) && !BROWSER_SYSTEMS.includes(s));
   const missing = new Map(report.missing.map((m) => [m.system, m.reason]));
   const find = (caseId: string, system: SystemId) => report.results.find((r) => r.caseId === caseId && r.system === system);
   const cases = CASES.filter((c) => report.results.some((r) => r.caseId === c.id));
@@ -101,6 +124,7 @@ export function renderMarkdown(report: BenchReport, targets: TargetOutcome[]): s
   }
 
   out.push(...twoHostSection(report, targets, cell, find));
+  out.push(...browserSection(report, cell));
   out.push(...appSection(report.apps));
 
   if (cases.length > 0 && targets.length > 0) {

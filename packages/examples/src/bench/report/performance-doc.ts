@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { appTargets } from '../apps/app-report.js';
 import { CASES, TWO_HOST_CASE_IDS } from '../cases.js';
 import type { BenchReport } from '../results.js';
-import { SYSTEM_IDS, SYSTEM_LABELS, TENSORBUS_SYSTEMS, TWO_HOST_SYSTEMS, type SystemId } from '../systems/system-ids.js';
+import { BROWSER_CASE_IDS, BROWSER_SYSTEMS, SYSTEM_IDS, SYSTEM_LABELS, TENSORBUS_SYSTEMS, TWO_HOST_SYSTEMS, type SystemId } from '../systems/system-ids.js';
 import { writeRoundTripChart } from './chart.js';
 import { formatMB } from './format.js';
 import { generatedMarkers, replaceGeneratedPart } from './generated-part.js';
@@ -34,8 +34,11 @@ export function partialReasons(report: BenchReport, targets: TargetOutcome[]): s
   if (report.quick) reasons.push('a quick run (--quick: few repetitions, no 400 MB case)');
   for (const system of SYSTEM_IDS) if (!report.systems.includes(system)) reasons.push(`${SYSTEM_LABELS[system]} not selected (--systems)`);
   for (const m of report.missing) reasons.push(`${SYSTEM_LABELS[m.system]} missing: ${m.reason}`);
-  const casesOf = (system: SystemId) => (TWO_HOST_SYSTEMS.includes(system) ? CASES.filter((c) => TWO_HOST_CASE_IDS.includes(c.id)) : CASES);
-  for (const system of [...TENSORBUS_SYSTEMS, ...TWO_HOST_SYSTEMS]) {
+  const casesOf = (system: SystemId) =>
+    TWO_HOST_SYSTEMS.includes(system) ? CASES.filter((c) => TWO_HOST_CASE_IDS.includes(c.id))
+    : BROWSER_SYSTEMS.includes(system) ? CASES.filter((c) => BROWSER_CASE_IDS.has(c.id))
+    : CASES;
+  for (const system of [...TENSORBUS_SYSTEMS, ...TWO_HOST_SYSTEMS, ...BROWSER_SYSTEMS]) {
     if (report.missing.some((m) => m.system === system)) continue;
     for (const c of casesOf(system)) {
       const result = report.results.find((r) => r.caseId === c.id && r.system === system);

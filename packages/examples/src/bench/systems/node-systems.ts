@@ -7,7 +7,7 @@
  */
 import { BenchChild } from '../process/bench-child.js';
 import type { CaseKind } from '../cases.js';
-import type { SystemId } from './system-ids.js';
+import { BROWSER_CASE_IDS, type SystemId } from './system-ids.js';
 
 /** A process of a system, named by its role (for the peak memory figures). */
 export interface SystemProcess {
@@ -33,6 +33,8 @@ export interface NodeSystem {
 export interface NatsEndpoint {
   url: string;
   pid: number;
+  /** Its WebSocket address, when it serves one (the browser systems need it). */
+  wsUrl?: string;
 }
 
 /** True when `system` runs case `c`. */
@@ -91,6 +93,33 @@ export async function startNodeSystem(id: NodeSystemId, nats: NatsEndpoint | und
         { role: 'nats-server', pid: nats!.pid },
       ]);
       return id === 'tensorbus-nats' ? started : { ...started, caseIds: NO_POLL_CASES };
+    }
+    case 'tensorbus-nats-bus': {
+      // The direct plane off: 4 MB goes through the nats-server, as between a tab and a Node worker.
+      const env = { ...natsEnv(), TENSORBUS_BENCH_NAMESPACE: 'bus', TENSORBUS_BENCH_BUS_ONLY: '1' };
+      const callee = await BenchChild.start({ label: 'tensorbus callee (bus only)', script: 'systems/tensorbus-callee.js', env });
+      const caller = await BenchChild.start({ label: 'tensorbus driver (bus only)', script: 'systems/tensorbus-caller.js', args: ['--transport', 'nats'], env });
+      const started = system(id, caller, [callee], TENSORBUS_KINDS, [
+        { role: 'driver', pid: caller.pid },
+        { role: 'callee', pid: callee.pid },
+        { role: 'nats-server', pid: nats!.pid },
+      ]);
+      return { ...started, caseIds: BROWSER_CASE_IDS };
+    }
+    case 'tab-to-node':
+    case 'node-to-tab': {
+      if (!nats?.wsUrl) throw new Error(`${id} needs the nats-server's WebSocket port`);
+      const env = { ...natsEnv(), TENSORBUS_BENCH_NAMESPACE: id, TENSORBUS_BENCH_WS_URL: nats.wsUrl };
+      // From the tab, the Node callee is a process of its own, as for the Node drivers; into the tab, the driver calls the page.
+      const callee = id === 'tab-to-node' ? [await BenchChild.start({ label: 'tensorbus callee (of the tab)', script: 'systems/tensorbus-callee.js', env: { ...env, TENSORBUS_BENCH_BUS_ONLY: '1' } })] : [];
+      const direction = id === 'tab-to-node' ? 'to-node' : 'to-tab';
+      const caller = await BenchChild.start({ label: `tab driver (${direction})`, script: 'systems/tab-driver.js', args: ['--direction', direction], env });
+      const started = system(id, caller, callee, new Set(['latency']), [
+        { role: 'driver and Chromium', pid: caller.pid },
+        ...callee.map((c) => ({ role: 'callee', pid: c.pid })),
+        { role: 'nats-server', pid: nats.pid },
+      ]);
+      return { ...started, caseIds: BROWSER_CASE_IDS };
     }
     case 'tensorbus-local': {
       const caller = await BenchChild.start({ label: 'tensorbus local', script: 'systems/tensorbus-caller.js', args: ['--transport', 'local'], env: { NATS_URL: '' } });

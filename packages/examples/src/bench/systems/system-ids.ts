@@ -6,7 +6,20 @@
  */
 
 /** Every system, in the order the tables print them. */
-export const SYSTEM_IDS = ['tensorbus-nats', 'tensorbus-nats-nopoll', 'tensorbus-local', 'nats', 'grpc', 'tcp', 'pytorch', 'tensorbus-2hosts', 'pytorch-2hosts'] as const;
+export const SYSTEM_IDS = [
+  'tensorbus-nats',
+  'tensorbus-nats-nopoll',
+  'tensorbus-local',
+  'nats',
+  'grpc',
+  'tcp',
+  'pytorch',
+  'tensorbus-2hosts',
+  'pytorch-2hosts',
+  'tab-to-node',
+  'node-to-tab',
+  'tensorbus-nats-bus',
+] as const;
 
 /** One of {@link SYSTEM_IDS}. */
 export type SystemId = (typeof SYSTEM_IDS)[number];
@@ -27,6 +40,17 @@ export const PEER_SYSTEMS: readonly SystemId[] = ['nats', 'grpc', 'tcp', 'pytorc
 /** The systems measured between two hosts: tensorbus first, then its peer there. */
 export const TWO_HOST_SYSTEMS: readonly SystemId[] = ['tensorbus-2hosts', 'pytorch-2hosts'];
 
+/**
+ * A browser tab (headless Chromium, the browser builds over NATS WebSocket)
+ * calling a Node worker and called by one, beside Node to Node through the
+ * bus alone (direct plane off): no-op and 4 MB only, in a table of their own
+ * ({@link BROWSER_CASE_IDS}).
+ */
+export const BROWSER_SYSTEMS: readonly SystemId[] = ['tab-to-node', 'node-to-tab', 'tensorbus-nats-bus'];
+
+/** The cases the browser systems run. */
+export const BROWSER_CASE_IDS: ReadonlySet<string> = new Set(['noop', '4MB']);
+
 /** Names as the tables print them. */
 export const SYSTEM_LABELS: Record<SystemId, string> = {
   'tensorbus-nats': 'tensorbus (NATS, 2 processes)',
@@ -38,6 +62,9 @@ export const SYSTEM_LABELS: Record<SystemId, string> = {
   pytorch: 'PyTorch RPC (TensorPipe)',
   'tensorbus-2hosts': 'tensorbus (NATS, 2 hosts)',
   'pytorch-2hosts': 'PyTorch RPC (TensorPipe, 2 hosts)',
+  'tab-to-node': 'tensorbus, browser tab → Node (WebSocket)',
+  'node-to-tab': 'tensorbus, Node → browser tab (WebSocket)',
+  'tensorbus-nats-bus': 'tensorbus (NATS, 2 processes, bus only)',
 };
 
 /** Short names for table columns. */
@@ -51,4 +78,7 @@ export const SYSTEM_SHORT: Record<SystemId, string> = {
   pytorch: 'PyTorch RPC',
   'tensorbus-2hosts': 'tensorbus 2 hosts',
   'pytorch-2hosts': 'PyTorch RPC 2 hosts',
+  'tab-to-node': 'tab → Node',
+  'node-to-tab': 'Node → tab',
+  'tensorbus-nats-bus': 'Node → Node, bus',
 };
