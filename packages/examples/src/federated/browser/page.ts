@@ -1,0 +1,92 @@
+/**
+ * The browser mode's page script (bundled for the browser by
+ * page-server.ts): asks the page server for a client slot, joins the
+ * federation over NATS WebSocket with that slot's credentials only, takes its
+ * slice of the data, and runs the same client loop as a Node client
+ * (client.ts), showing each round on the page. `window.fedStatus` holds what
+ * the page shows, for scripts driving the tab.
+ * @module
+ */
+import { tensorBackend } from '@tensorbus/core';
+import { natsTransport } from '@tensorbus/nats-transport';
+import { initRpc } from '@tensorbus/actors';
+import { loadIris } from '../../parameter-server/data.js';
+import { runClient, type ClientRound } from '../client.js';
+import { classCounts, labelSkewedSplit } from '../data-split.js';
+import type { Slot } from './slots.js';
+
+/** What the page shows. */
+interface FedStatus {
+  state: 'connecting' | 'waiting' | 'training' | 'done' | 'no-slot' | 'error';
+  client?: string;
+  rounds?: number;
+  history: ClientRound[];
+  finalAccuracy?: number;
+  error?: string;
+}
+
+const status: FedStatus = { state: 'connecting', history: [] };
+Object.assign(window, { fedStatus: status });
+
+const element = (id: string) => document.getElementById(id)!;
+const percent = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : '–');
+
+function setState(state: FedStatus['state'], text: string): void {
+  status.state = state;
+  element('state').className = `state-${state}`;
+  element('state').textContent = text;
+  console.log(text);
+}
+
+function showRound(progress: ClientRound): void {
+  status.history.push(progress);
+  element('round').textContent = `${progress.round} / ${progress.rounds}`;
+  element('global').textContent = percent(progress.globalAccuracy);
+  element('local-acc').textContent = percent(progress.localAccuracy);
+  element('local-loss').textContent = progress.localLoss.toFixed(3);
+  element('progress').style.width = `${(100 * progress.round) / progress.rounds}%`;
+  const row = document.createElement('tr');
+  for (const cell of [String(progress.round), percent(progress.globalAccuracy), progress.localLoss.toFixed(3), percent(progress.localAccuracy), progress.accepted ? 'averaged' : 'too late']) {
+    const td = document.createElement('td');
+    td.textContent = cell;
+    row.appendChild(td);
+  }
+  element('rounds').prepend(row);
+  setState('training', `round ${progress.round}/${progress.rounds}: local loss ${progress.localLoss.toFixed(3)}, local accuracy ${percent(progress.localAccuracy)}, global accuracy at the start ${percent(progress.globalAccuracy)}`);
+}
+
+async function run(): Promise<void> {
+  const answer = await fetch('/slot', { method: 'POST' });
+  if (answer.status === 503) return setState('no-slot', `no client slot left: ${await answer.text()}`);
+  if (!answer.ok) throw new Error(`the page server answered ${answer.status} to POST /slot`);
+  const slot = (await answer.json()) as Slot;
+  status.client = slot.client;
+  const iris = loadIris();
+  const mine = labelSkewedSplit(iris.train, slot.clients, iris.classes, slot.settings.skew, slot.settings.seed)[slot.index]!;
+  element('who').textContent =
+    `client '${slot.client}' in NATS account ${slot.client.toUpperCase()} (its own credentials only), ${mine.labels.length} local rows, ` +
+    `per class [${classCounts(mine, iris.classes).join(', ')}]; TensorFlow.js on ${tensorBackend()}`;
+  const transport = natsTransport({ servers: slot.servers, namespace: slot.namespace, name: slot.client, user: slot.client, pass: slot.pass });
+  const agent = await initRpc({ name: slot.client, transport });
+  setState('waiting', `joined as '${slot.client}': waiting for round 1 (every client of the run must join)`);
+  const settings = { ...slot.settings, skip: new Set(slot.settings.skip) };
+  await runClient(agent, { client: slot.client, ticket: slot.ticket }, settings, mine, {
+    heldOut: iris.test,
+    onRound: (progress) => {
+      status.rounds = progress.rounds;
+      showRound(progress);
+    },
+    onDone: (accuracy) => {
+      status.finalAccuracy = accuracy;
+      element('global').textContent = percent(accuracy);
+      element('progress').style.width = '100%';
+      element('round').textContent = `${status.rounds ?? '–'} / ${status.rounds ?? '–'}`;
+    },
+  });
+  setState('done', `done: the global model's held-out accuracy is ${percent(status.finalAccuracy ?? Number.NaN)}`);
+}
+
+run().catch((error: unknown) => {
+  status.error = String((error as Error)?.message ?? error);
+  setState('error', `stopped: ${status.error}`);
+});
