@@ -7,7 +7,7 @@
  * the page shows, for scripts driving the tab.
  * @module
  */
-import { tensorBackend } from '@tensorbus/core';
+import { tensorBackend, tf } from '@tensorbus/core';
 import { natsTransport } from '@tensorbus/nats-transport';
 import { initRpc } from '@tensorbus/actors';
 import { loadIris } from '../../parameter-server/data.js';
@@ -22,6 +22,8 @@ interface FedStatus {
   rounds?: number;
   history: ClientRound[];
   finalAccuracy?: number;
+  /** Tensors the page holds once the run ended (none: the client loop frees what it makes). */
+  tensorsAtEnd?: number;
   error?: string;
 }
 
@@ -83,6 +85,7 @@ async function run(): Promise<void> {
       element('round').textContent = `${status.rounds ?? '–'} / ${status.rounds ?? '–'}`;
     },
   });
+  status.tensorsAtEnd = tf.memory().numTensors;
   setState('done', `done: the global model's held-out accuracy is ${percent(status.finalAccuracy ?? Number.NaN)}`);
 }
 
