@@ -29,6 +29,7 @@ function settingsFor(rounds = ROUNDS) {
   return { argv, settings: parseSettings(argv) };
 }
 
+/** A run's own lines and its workers' output are not printed: they would bury the test report. */
 const quiet = () => undefined;
 
 /** What a tab's page shows (window.fedStatus of page.ts). */
@@ -60,7 +61,7 @@ let nodeOnly: Promise<FederatedRun> | undefined;
 function nodeOnlyRun(): Promise<FederatedRun> {
   nodeOnly ??= (async () => {
     const { argv, settings } = settingsFor();
-    const run = await startBrowserFederation({ settings, argv, tabs: 0, nodeClients: 3, say: quiet });
+    const run = await startBrowserFederation({ settings, argv, tabs: 0, nodeClients: 3, say: quiet, output: quiet });
     return run.finished;
   })();
   return nodeOnly;
@@ -77,7 +78,7 @@ test.after.always(async () => {
 test.serial('federated browser - two tabs and one Node client train together: every round averages all three, and the accuracy matches a Node-only run of the same settings', async (t) => {
   const reference = await nodeOnlyRun();
   const { argv, settings } = settingsFor();
-  const run = await startBrowserFederation({ settings, argv, tabs: 2, nodeClients: 1, say: quiet });
+  const run = await startBrowserFederation({ settings, argv, tabs: 2, nodeClients: 1, say: quiet, output: quiet });
   const pages = await openTabs(browser, run.pageUrl, 2);
   const record = await run.finished;
   t.deepEqual(record.curve.map((r) => r.round), Array.from({ length: ROUNDS + 1 }, (_, i) => i), 'every round closed');
@@ -110,7 +111,7 @@ test.serial('federated browser - two tabs and one Node client train together: ev
 test.serial('federated browser - a tab closed mid-run costs one round deadline, not the run: the next rounds close as soon as the others submitted', async (t) => {
   const rounds = 8;
   const { argv, settings } = settingsFor(rounds);
-  const run = await startBrowserFederation({ settings, argv, tabs: 2, nodeClients: 1, say: quiet });
+  const run = await startBrowserFederation({ settings, argv, tabs: 2, nodeClients: 1, say: quiet, output: quiet });
   const pages = await openTabs(browser, run.pageUrl, 2);
   // Close tab2 once it trained two rounds.
   const byClient = new Map(await Promise.all(pages.map(async (p) => {
@@ -129,12 +130,9 @@ test.serial('federated browser - a tab closed mid-run costs one round deadline, 
   t.deepEqual(lost.missing, ['tab2']);
   t.deepEqual(lost.participants, ['client1', 'tab1']);
   t.true(lost.seconds! >= DEADLINE_MS / 1000 - 0.05 && lost.seconds! < DEADLINE_MS / 1000 + 1.5, `round ${lost.round} took ${lost.seconds} s`);
-  for (const r of record.curve.slice(1)) {
-    if (r.round < lost.round) t.true(r.participants!.includes('tab2') || r.round === lost.round - 1, `round ${r.round}`);
-    if (r.round > lost.round) {
-      t.deepEqual(r.participants, ['client1', 'tab1'], `round ${r.round}`);
-      t.is(r.closedBy, 'all', `round ${r.round} did not wait for the closed tab`);
-    }
+  for (const r of record.curve.slice(1).filter((r) => r.round !== lost.round)) {
+    t.deepEqual(r.participants, r.round < lost.round ? ['client1', 'tab1', 'tab2'] : ['client1', 'tab1'], `round ${r.round}`);
+    t.is(r.closedBy, 'all', `round ${r.round}`);
   }
   t.true(record.finalTestAccuracy >= 0.7, `final accuracy ${record.finalTestAccuracy}`);
   const survivor = await statusOf(byClient.get('tab1')!);
@@ -146,7 +144,7 @@ test.serial('federated browser - a tab closed mid-run costs one round deadline, 
 test.serial('federated browser - a hostile holder of a tab\'s slot: wrong tickets, another client\'s name, a wrong shape and NaN weights are refused with InvalidArgumentError, and the rounds go on without waiting for it', async (t) => {
   const tensorsBefore = tf.memory().numTensors;
   const { argv, settings } = settingsFor();
-  const run = await startBrowserFederation({ settings, argv, tabs: 2, nodeClients: 1, say: quiet });
+  const run = await startBrowserFederation({ settings, argv, tabs: 2, nodeClients: 1, say: quiet, output: quiet });
   const [page] = await openTabs(browser, run.pageUrl, 1);
   await page!.waitForFunction('window.fedStatus.client !== undefined');
   // The hostile side asks for a slot as a page would, and gets the last one.

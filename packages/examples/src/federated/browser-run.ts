@@ -13,7 +13,7 @@ import { startNatsServer, type NatsServer } from '@tensorbus/nats-transport';
 import { accountsConfig, generatePasswords, NAMESPACE, serverEnvironment, SERVER_NAME } from './accounts.js';
 import { startPageServer, type PageServer } from './browser/page-server.js';
 import { SlotPool, type Slot } from './browser/slots.js';
-import { makeTickets, startFederation, type Federation } from './federation.js';
+import { makeTickets, startFederation, type Federation, type FederationOptions } from './federation.js';
 import { summarize, type FederatedRun } from './report.js';
 import type { RoundResult } from './server.js';
 import type { Settings } from './settings.js';
@@ -34,6 +34,8 @@ export interface BrowserRunOptions {
   httpPort?: number;
   /** Prints a line of the run's own. */
   say(line: string): void;
+  /** Where the worker processes' output goes (see {@link FederationOptions.output}). */
+  output?: FederationOptions['output'];
   /** Hears of each round as the server closes it. */
   onRound?(result: RoundResult): void;
 }
@@ -94,7 +96,7 @@ export async function startBrowserFederation(options: BrowserRunOptions): Promis
   };
   try {
     pages = await startPageServer(pool, options.httpPort ?? 0, (slot) => say(`${slot.client}: slot handed to a tab (${pool.left} left)`));
-    federation = await startFederation({ settings, argv: options.argv, natsUrl: nats.url, clients, nodeClients: names.node, passwords, tickets, say });
+    federation = await startFederation({ settings, argv: options.argv, natsUrl: nats.url, clients, nodeClients: names.node, passwords, tickets, say, output: options.output });
   } catch (error) {
     await stopAll();
     throw error;

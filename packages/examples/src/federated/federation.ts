@@ -36,6 +36,8 @@ export interface FederationOptions {
   tickets: ReadonlyMap<string, string>;
   /** Prints a line of the run's own (not a worker's). */
   say(line: string): void;
+  /** Where the workers' output goes, a line at a time prefixed with the worker's name (default: this process's stdout and stderr). */
+  output?(line: string, stream: 'stdout' | 'stderr'): void;
 }
 
 /** What the workers reported, for report.ts. */
@@ -97,8 +99,9 @@ export async function startFederation(options: FederationOptions): Promise<Feder
     });
     children.set(name, child);
     const prefix = `[${name.padEnd(width)}] `;
-    createInterface({ input: child.stdout! }).on('line', (line) => process.stdout.write(prefix + line + '\n'));
-    createInterface({ input: child.stderr! }).on('line', (line) => process.stderr.write(prefix + line + '\n'));
+    const output = options.output ?? ((line, stream) => process[stream].write(line + '\n'));
+    createInterface({ input: child.stdout! }).on('line', (line) => output(prefix + line, 'stdout'));
+    createInterface({ input: child.stderr! }).on('line', (line) => output(prefix + line, 'stderr'));
     child.on('message', (m) => onMessage(m as WorkerMessage));
     return new Promise((resolve) => {
       child.on('exit', (code, signal) => {
