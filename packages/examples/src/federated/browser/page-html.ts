@@ -17,6 +17,7 @@ h1 { font-size: 20px; margin: 0 0 4px; }
 table { border-collapse: collapse; width: 100%; margin-top: 12px; font-variant-numeric: tabular-nums; }
 th, td { text-align: right; padding: 3px 8px; border-bottom: 1px solid #eef0f4; }
 th:first-child, td:first-child { text-align: left; }
+#chart { margin-top: 14px; font-size: 11px; fill: #5b6475; }
 .state-error, .state-no-slot { color: #b3261e; }
 .state-done { color: #1e7b34; }
 `;
@@ -37,6 +38,7 @@ export function pageHtml(): string {
   <div class="card"><b id="local-loss">–</b><span>local loss</span></div>
 </div>
 <div class="bar"><div id="progress"></div></div>
+<svg id="chart" viewBox="0 0 740 152" width="100%" role="img" aria-label="held-out accuracy of the global model per round"></svg>
 <table><thead><tr><th>round</th><th>global accuracy (start)</th><th>local loss</th><th>local accuracy</th><th>update</th></tr></thead><tbody id="rounds"></tbody></table>
 <script type="module" src="bundle.js"></script>
 </body></html>

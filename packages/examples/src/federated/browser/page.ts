@@ -40,6 +40,18 @@ function setState(state: FedStatus['state'], text: string): void {
   console.log(text);
 }
 
+/** Redraws the chart: the global model's held-out accuracy at the start of each round, and the final one. */
+function drawChart(rounds: number): void {
+  const points = status.history.map((h) => [h.round - 1, h.globalAccuracy] as const);
+  if (status.finalAccuracy !== undefined) points.push([rounds, status.finalAccuracy]);
+  const x = (round: number) => 40 + (680 * round) / Math.max(1, rounds);
+  const y = (accuracy: number) => 130 - 120 * accuracy;
+  const grid = [0, 0.5, 1].map((a) => `<line x1="40" x2="720" y1="${y(a)}" y2="${y(a)}" stroke="#e3e6ec"/><text x="34" y="${y(a) + 4}" text-anchor="end">${100 * a}%</text>`).join('');
+  const line = points.map(([r, a]) => `${x(r).toFixed(1)},${y(a).toFixed(1)}`).join(' ');
+  const dots = points.map(([r, a]) => `<circle cx="${x(r).toFixed(1)}" cy="${y(a).toFixed(1)}" r="3" fill="#3b6fd8"/>`).join('');
+  element('chart').innerHTML = `${grid}<polyline points="${line}" fill="none" stroke="#3b6fd8" stroke-width="2"/>${dots}<text x="720" y="148" text-anchor="end">round ${rounds}</text><text x="40" y="148">round 0</text>`;
+}
+
 function showRound(progress: ClientRound): void {
   status.history.push(progress);
   element('round').textContent = `${progress.round} / ${progress.rounds}`;
@@ -54,6 +66,7 @@ function showRound(progress: ClientRound): void {
     row.appendChild(td);
   }
   element('rounds').prepend(row);
+  drawChart(progress.rounds);
   setState('training', `round ${progress.round}/${progress.rounds}: local loss ${progress.localLoss.toFixed(3)}, local accuracy ${percent(progress.localAccuracy)}, global accuracy at the start ${percent(progress.globalAccuracy)}`);
 }
 
@@ -83,6 +96,7 @@ async function run(): Promise<void> {
       element('global').textContent = percent(accuracy);
       element('progress').style.width = '100%';
       element('round').textContent = `${status.rounds ?? '–'} / ${status.rounds ?? '–'}`;
+      if (status.rounds) drawChart(status.rounds);
     },
   });
   status.tensorsAtEnd = tf.memory().numTensors;
