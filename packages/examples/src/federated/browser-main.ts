@@ -34,7 +34,10 @@ const headless = argv.includes('--headless');
 const screenshot = flag('--screenshot', '');
 const say = (line: string) => console.log(`[main  ] ${line}`);
 
-const run = await startBrowserFederation({ settings, argv, tabs, nodeClients, httpPort: Number(flag('--port', '0')), say });
+const run = await startBrowserFederation({ settings, argv, tabs, nodeClients, httpPort: Number(flag('--port', '0')), say }).catch((error: Error) => {
+  say(`cannot start: ${error.message}`);
+  process.exit(2);
+});
 let browser: Browser | undefined;
 const pages: Page[] = [];
 if (headless && tabs > 0) {

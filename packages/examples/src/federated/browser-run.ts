@@ -96,12 +96,11 @@ export async function startBrowserFederation(options: BrowserRunOptions): Promis
   };
   try {
     pages = await startPageServer(pool, options.httpPort ?? 0, (slot) => say(`${slot.client}: slot handed to a tab (${pool.left} left)`));
-    federation = await startFederation({ settings, argv: options.argv, natsUrl: nats.url, clients, nodeClients: names.node, passwords, tickets, say, output: options.output });
+    federation = await startFederation({ settings, argv: options.argv, natsUrl: nats.url, clients, nodeClients: names.node, passwords, tickets, say, output: options.output, onRound: options.onRound });
   } catch (error) {
     await stopAll();
     throw error;
   }
-  federation.onRound = options.onRound;
   const finished = federation.finished.then(async (results) => {
     await pages!.close();
     await nats.stop();

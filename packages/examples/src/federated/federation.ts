@@ -38,6 +38,8 @@ export interface FederationOptions {
   say(line: string): void;
   /** Where the workers' output goes, a line at a time prefixed with the worker's name (default: this process's stdout and stderr). */
   output?(line: string, stream: 'stdout' | 'stderr'): void;
+  /** Hears of each round as the server closes it. */
+  onRound?(result: RoundResult): void;
 }
 
 /** What the workers reported, for report.ts. */
@@ -57,8 +59,6 @@ export interface Federation {
   readonly results: FederationResults;
   /** Resolves when the server and every Node client exited. */
   readonly finished: Promise<FederationResults>;
-  /** Called with each round as the server closes it. */
-  onRound?: (result: RoundResult) => void;
   /** Sends SIGTERM to every worker still running. */
   stop(): void;
 }
@@ -81,11 +81,10 @@ export async function startFederation(options: FederationOptions): Promise<Feder
     for (const child of children.values()) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   };
 
-  const federation: Federation = { results, finished: undefined as unknown as Promise<FederationResults>, stop };
   const collect = (message: WorkerMessage) => {
     if (message.kind === 'round') {
       results.curve.push(message.result);
-      federation.onRound?.(message.result);
+      options.onRound?.(message.result);
     } else if (message.kind === 'isolation') results.isolation.push(message.report);
     else if (message.kind === 'joined') results.clients.push({ worker: message.worker, samples: message.samples, classCounts: message.classCounts });
     else if (message.kind === 'done') results.backend = message.backend;
@@ -134,6 +133,5 @@ export async function startFederation(options: FederationOptions): Promise<Feder
       exited.push(startWorker(name, env, collect));
     }
   }
-  (federation as { finished: Promise<FederationResults> }).finished = Promise.all(exited).then(() => results);
-  return federation;
+  return { results, finished: Promise.all(exited).then(() => results), stop };
 }
