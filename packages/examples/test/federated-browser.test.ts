@@ -146,6 +146,27 @@ test.serial('federated browser - a tab closed mid-run costs one round deadline, 
   await byClient.get('tab1')!.close();
 });
 
+test.serial('federated browser - a reloaded tab takes its slot up again: it rejoins as the same client and is averaged in the rounds after', async (t) => {
+  const rounds = 8;
+  const { argv, settings } = settingsFor(rounds);
+  const run = await startBrowserFederation({ settings, argv, tabs: 2, nodeClients: 1, say: quiet, output: quiet });
+  const pages = await openTabs(browser, run.pageUrl, 2);
+  await pages[1]!.waitForFunction('window.fedStatus.history.length >= 2', undefined, { polling: 10 });
+  const client = (await statusOf(pages[1]!)).client!;
+  await pages[1]!.reload();
+  await pages[1]!.waitForFunction('window.fedStatus.client !== undefined');
+  t.is((await statusOf(pages[1]!)).client, client, 'the same slot after the reload');
+  t.is(run.pool.left, 0);
+  const record = await run.finished;
+  t.deepEqual(record.curve.map((r) => r.round), Array.from({ length: rounds + 1 }, (_, i) => i), 'every round closed');
+  t.true(record.curve.filter((r) => r.closedBy === 'deadline').length <= 1, 'the reload cost a deadline at most');
+  t.deepEqual(record.curve[rounds]!.participants, ['client1', 'tab1', 'tab2'], 'the reloaded tab is averaged again');
+  const after = await statusOf(pages[1]!);
+  t.is(after.state, 'done');
+  t.true(after.history.length >= 1 && after.history.every((h) => h.accepted), JSON.stringify(after.history.map((h) => h.round)));
+  await Promise.all(pages.map((p) => p.close()));
+});
+
 test.serial('federated browser - a hostile holder of a tab\'s slot: wrong tickets, another client\'s name, a wrong shape and NaN weights are refused with InvalidArgumentError, and the rounds go on without waiting for it', async (t) => {
   const tensorsBefore = tf.memory().numTensors;
   const { argv, settings } = settingsFor();

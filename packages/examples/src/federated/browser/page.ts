@@ -1,6 +1,7 @@
 /**
  * The browser mode's page script (bundled for the browser by
- * page-server.ts): asks the page server for a client slot, joins the
+ * page-server.ts): asks the page server for a client slot (once per tab: a
+ * reloaded tab takes its slot up again and rejoins as the same client), joins the
  * federation over NATS WebSocket with that slot's credentials only, takes its
  * slice of the data, and runs the same client loop as a Node client
  * (client.ts), showing each round on the page. `window.fedStatus` holds what
@@ -70,11 +71,27 @@ function showRound(progress: ClientRound): void {
   setState('training', `round ${progress.round}/${progress.rounds}: local loss ${progress.localLoss.toFixed(3)}, local accuracy ${percent(progress.localAccuracy)}, global accuracy at the start ${percent(progress.globalAccuracy)}`);
 }
 
-async function run(): Promise<void> {
+/** Where a tab keeps its slot: sessionStorage lives as long as the tab, across reloads, and is the tab's own. */
+const SLOT_KEY = 'tensorbus-federated-slot';
+
+/** This tab's slot: the one it was given before a reload, else a new one from the page server (undefined: none left). */
+async function takeSlot(): Promise<Slot | undefined> {
+  const kept = sessionStorage.getItem(SLOT_KEY);
+  if (kept) return JSON.parse(kept) as Slot;
   const answer = await fetch('/slot', { method: 'POST' });
-  if (answer.status === 503) return setState('no-slot', `no client slot left: ${await answer.text()}`);
+  if (answer.status === 503) {
+    setState('no-slot', `no client slot left: ${await answer.text()}`);
+    return undefined;
+  }
   if (!answer.ok) throw new Error(`the page server answered ${answer.status} to POST /slot`);
-  const slot = (await answer.json()) as Slot;
+  const text = await answer.text();
+  sessionStorage.setItem(SLOT_KEY, text);
+  return JSON.parse(text) as Slot;
+}
+
+async function run(): Promise<void> {
+  const slot = await takeSlot();
+  if (!slot) return;
   status.client = slot.client;
   const iris = loadIris();
   const mine = labelSkewedSplit(iris.train, slot.clients, iris.classes, slot.settings.skew, slot.settings.seed)[slot.index]!;
