@@ -167,7 +167,7 @@ test.serial('federated browser - a reloaded tab takes its slot up again: it rejo
   await Promise.all(pages.map((p) => p.close()));
 });
 
-test.serial('federated browser - a hostile holder of a tab\'s slot: wrong tickets, another client\'s name, a wrong shape and NaN weights are refused with InvalidArgumentError, and the rounds go on without waiting for it', async (t) => {
+test.serial('federated browser - a hostile holder of a tab\'s slot: wrong tickets, another client\'s name, a wrong shape, NaN weights and a flood of waiting calls are refused with InvalidArgumentError, and the rounds go on without waiting for it', async (t) => {
   const tensorsBefore = tf.memory().numTensors;
   const { argv, settings } = settingsFor();
   const run = await startBrowserFederation({ settings, argv, tabs: 2, nodeClients: 1, say: quiet, output: quiet });
@@ -200,14 +200,25 @@ test.serial('federated browser - a hostile holder of a tab\'s slot: wrong ticket
   const wrongShapeError = await t.throwsAsync(agent.rpcSync('server', submitUpdate, [me, 1, wrongShape, 40], { timeoutMs: 10_000 }), { instanceOf: InvalidArgumentError });
   t.regex(wrongShapeError!.message, /weight 0 must be float32 \[4, 16\]/);
   tf.dispose(wrongShape);
+  // Asking for round 2 makes the hostile side a live client of the round open now: that round now waits for it.
   const next = await agent.rpcSync('server', getGlobal, [me, 2], { timeoutMs: 30_000 });
   tf.dispose(next.weights);
+  // Eight waits for the round after at once: the server holds four and refuses the rest.
+  const flood = Promise.allSettled(Array.from({ length: 8 }, () => agent.rpcSync('server', getGlobal, [me, next.round + 1], { timeoutMs: 30_000 })));
   const nan = shapes.map((s) => tf.fill(s, Number.NaN));
   const nanError = await t.throwsAsync(agent.rpcSync('server', submitUpdate, [me, next.round, nan, 40], { timeoutMs: 10_000 }), { instanceOf: InvalidArgumentError });
   t.regex(nanError!.message, /NaN or infinite/);
   tf.dispose(nan);
+  const settled = await flood;
+  const refusedWaits = settled.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as Error);
+  const heldWaits = settled.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<Awaited<ReturnType<typeof getGlobal>>>).value);
+  t.is(heldWaits.length, 4, refusedWaits.map((e) => e.message).join('; '));
+  t.true(refusedWaits.every((e) => e instanceof InvalidArgumentError && /at most 4 calls at a time/.test(e.message)), refusedWaits.map((e) => e.message).join('; '));
+  const later = heldWaits[0]!.round;
+  heldWaits.forEach((m) => tf.dispose(m.weights));
+  // The held waits made it live in the round after: one more refused update, and that round does not wait for it either.
   const tooMany = [...shapes, [1]].map((s) => tf.zeros(s));
-  await t.throwsAsync(agent.rpcSync('server', submitUpdate, [me, next.round, tooMany, 40], { timeoutMs: 10_000 }), { instanceOf: InvalidArgumentError });
+  await t.throwsAsync(agent.rpcSync('server', submitUpdate, [me, later, tooMany, 40], { timeoutMs: 10_000 }), { instanceOf: InvalidArgumentError });
   tf.dispose(tooMany);
   await t.throwsAsync(agent.rpcSync('server', getGlobal, [me, 10_000], { timeoutMs: 10_000 }), { instanceOf: InvalidArgumentError }, 'no waiting for a far round');
 

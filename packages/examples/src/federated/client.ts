@@ -18,8 +18,12 @@ import type { GlobalModel } from './rounds.js';
 
 type Tensor = TfNamespace.Tensor;
 
-/** How long one call for round 1 may wait for it to open (for all clients to join); asked again after. */
-const FIRST_ROUND_WAIT_MS = 60_000;
+/**
+ * How long one call for round 1 may wait for it to open (for all clients to
+ * join, tabs opened by hand among them); asked again after. The server holds
+ * a timed-out call until the round opens and a few calls per client at most.
+ */
+const FIRST_ROUND_WAIT_MS = 300_000;
 
 /** How a client trains. */
 export interface ClientSettings {

@@ -5,7 +5,7 @@
  * round and prints progress.
  * @module
  */
-import { tensorBackend, tf } from '@tensorbus/core';
+import { InvalidArgumentError, tensorBackend, tf } from '@tensorbus/core';
 import type { RpcAgent } from '@tensorbus/actors';
 import { progressBar } from '../common/progress.js';
 import { loadIris } from '../parameter-server/data.js';
@@ -19,17 +19,39 @@ import type { Settings } from './settings.js';
 export const MAX_SAMPLES = 100_000;
 
 /**
+ * Most calls of one client the server holds at once (waiting for a round to
+ * open or close). An honest client has one, and a second while a timed-out
+ * wait for round 1 is still held; more would only pin state on the server.
+ */
+export const MAX_WAITING_CALLS_PER_CLIENT = 4;
+
+/**
  * The calls' side on this worker: every argument checked, then handed to
  * `rounds`. A client whose update is refused is dropped from the round.
  */
 function federationHost(rounds: FedAvgRounds, tickets: ReadonlyMap<string, string>): FederationHost {
   const shapes = rounds.global.map((v) => v.shape);
+  const waiting = new Map<string, number>();
+  /** Runs `call` as one of `client`'s held calls, refusing it beyond the bound. */
+  const held = <T>(client: string, call: () => Promise<T>): Promise<T> => {
+    const count = waiting.get(client) ?? 0;
+    if (count >= MAX_WAITING_CALLS_PER_CLIENT) {
+      throw new InvalidArgumentError(`client '${client}' already has ${count} calls waiting: at most ${MAX_WAITING_CALLS_PER_CLIENT} calls at a time`);
+    }
+    waiting.set(client, count + 1);
+    return call().finally(() => {
+      const left = waiting.get(client)! - 1;
+      if (left === 0) waiting.delete(client);
+      else waiting.set(client, left);
+    });
+  };
   return {
     join: (id, samples) => rounds.join(checkClient(id, tickets), checkInteger('samples', samples, 1, MAX_SAMPLES)),
     model: (id, round) => {
       const client = checkClient(id, tickets);
       // Only the round open now or the next one: a call waiting for a later round would pin state.
-      return rounds.model(client, checkInteger('round', round, 1, Math.min(rounds.current + 1, rounds.settings.rounds + 1)));
+      const wanted = checkInteger('round', round, 1, Math.min(rounds.current + 1, rounds.settings.rounds + 1));
+      return held(client, () => rounds.model(client, wanted));
     },
     submit: (id, round, weights, samples) => {
       const client = checkClient(id, tickets);
@@ -37,7 +59,8 @@ function federationHost(rounds: FedAvgRounds, tickets: ReadonlyMap<string, strin
         checkInteger('round', round, 1, rounds.settings.rounds + 1);
         const joined = rounds.joined.get(client);
         if (joined !== undefined) checkInteger('samples (as joined)', samples, joined, joined);
-        return rounds.submit(client, round as number, checkWeights(weights, shapes), samples as number);
+        const update = checkWeights(weights, shapes);
+        return held(client, () => rounds.submit(client, round as number, update, samples as number));
       } catch (error) {
         rounds.refuse(client);
         throw error;
