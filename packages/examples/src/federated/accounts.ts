@@ -52,8 +52,11 @@ export function configFilePath(): string {
  * list of clients: SERVER exports its worker's call subject as a service,
  * each client's account (named after the client, upper case) imports it and
  * nothing else. Passwords come from the environment, as in the shipped file.
+ * Names go into the config text, so only plain lower-case names are taken.
  */
 export function accountsConfig(clients: readonly string[]): string {
+  const bad = clients.find((client) => !/^[a-z][a-z0-9]{0,31}$/.test(client) || client === SERVER_NAME);
+  if (bad !== undefined) throw new RangeError(`a client name is a lower-case letter and up to 31 letters and digits, not '${SERVER_NAME}': got '${bad}'`);
   const subject = `${NAMESPACE}.tb.call.${SERVER_NAME}`;
   const account = (user: string, rest: string) => `  ${user.toUpperCase()}: {\n    users: [ { user: ${user}, password: $${passwordVariable(user)} } ]\n    ${rest}\n  }`;
   const blocks = [
