@@ -43,6 +43,12 @@ interface FedStatus {
 
 const statusOf = (page: Page) => page.evaluate('window.fedStatus') as Promise<FedStatus>;
 
+/** What a tab shows once its client left (the run ends when the server leaves; a tab leaves just after its last answer). */
+async function finalStatusOf(page: Page): Promise<FedStatus> {
+  await page.waitForFunction("['done', 'error', 'no-slot'].includes(window.fedStatus.state)", undefined, { timeout: 30_000 });
+  return statusOf(page);
+}
+
 async function openTabs(browser: Browser, url: string, n: number): Promise<Page[]> {
   const pages: Page[] = [];
   for (let i = 0; i < n; i++) {
@@ -100,7 +106,7 @@ test.serial('federated browser - two tabs and one Node client train together: ev
   t.is(record.curve[ROUNDS]!.tensors, record.curve[2]!.tensors, 'no tensors leak on the server');
 
   // What each page shows: its client, every round, the final global accuracy the server measured.
-  const shown = await Promise.all(pages.map(statusOf));
+  const shown = await Promise.all(pages.map(finalStatusOf));
   t.deepEqual(shown.map((s) => s.client).sort(), ['tab1', 'tab2']);
   for (const s of shown) {
     t.is(s.state, 'done');
@@ -140,7 +146,7 @@ test.serial('federated browser - a tab closed mid-run costs one round deadline, 
     t.is(r.closedBy, 'all', `round ${r.round}`);
   }
   t.true(record.finalTestAccuracy >= 0.7, `final accuracy ${record.finalTestAccuracy}`);
-  const survivor = await statusOf(byClient.get('tab1')!);
+  const survivor = await finalStatusOf(byClient.get('tab1')!);
   t.is(survivor.state, 'done');
   t.is(survivor.history.length, rounds);
   await byClient.get('tab1')!.close();
@@ -161,7 +167,7 @@ test.serial('federated browser - a reloaded tab takes its slot up again: it rejo
   t.deepEqual(record.curve.map((r) => r.round), Array.from({ length: rounds + 1 }, (_, i) => i), 'every round closed');
   t.true(record.curve.filter((r) => r.closedBy === 'deadline').length <= 1, 'the reload cost a deadline at most');
   t.deepEqual(record.curve[rounds]!.participants, ['client1', 'tab1', 'tab2'], 'the reloaded tab is averaged again');
-  const after = await statusOf(pages[1]!);
+  const after = await finalStatusOf(pages[1]!);
   t.is(after.state, 'done');
   t.true(after.history.length >= 1 && after.history.every((h) => h.accepted), JSON.stringify(after.history.map((h) => h.round)));
   await Promise.all(pages.map((p) => p.close()));
@@ -231,7 +237,7 @@ test.serial('federated browser - a hostile holder of a tab\'s slot: wrong ticket
   }
   t.true(record.finalTestAccuracy >= 0.6, `final accuracy ${record.finalTestAccuracy}`);
   t.is(record.exits.server, 'code 0', 'the aggregation server ran to the end');
-  t.is((await statusOf(page!)).state, 'done');
+  t.is((await finalStatusOf(page!)).state, 'done');
   await page!.close();
   t.is(tf.memory().numTensors, tensorsBefore);
 });

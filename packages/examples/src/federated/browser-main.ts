@@ -57,6 +57,8 @@ if (headless && tabs > 0) {
 
 try {
   const record = await run.finished;
+  // The server left after answering the last round; each tab leaves just after (up to its shutdown's 10 s).
+  await Promise.all(pages.map((page) => page.waitForFunction("window.fedStatus.state !== 'training' && window.fedStatus.state !== 'waiting'", undefined, { timeout: 15_000 }).catch(() => undefined)));
   const chart = writeRun(settings.out, record);
   if (screenshot && pages[0]) {
     mkdirSync(dirname(resolve(screenshot)), { recursive: true });
