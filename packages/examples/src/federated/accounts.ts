@@ -2,18 +2,16 @@
  * Who is who in the federation, as the shipped `nats-server.conf` declares
  * it: the worker names, the NATS user of each (one account each), the
  * namespace of the tensorbus subjects, and where each user's password comes
- * from. The config file is read from the source folder (tsc does not copy it).
+ * from. The config file is read from the source folder (tsc does not copy it);
+ * the browser mode writes the same accounts for any list of clients.
  * @module
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { NAMESPACE, SERVER_NAME } from './names.js';
 
-/** The tensorbus namespace of every worker (the config's subjects start with it). */
-export const NAMESPACE = 'fedavg';
-
-/** The aggregation server's worker name and NATS user (account SERVER). */
-export const SERVER_NAME = 'server';
+export { NAMESPACE, SERVER_NAME } from './names.js';
 
 /** The clients' worker names and NATS users (accounts CLIENT1..3). */
 export const CLIENT_NAMES = ['client1', 'client2', 'client3'] as const;
@@ -28,9 +26,9 @@ function passwordVariable(user: string): string {
  * parses a variable's value as config text, so a password is a letter and hex
  * digits: never read as a number, a date or a keyword.
  */
-export function generatePasswords(): Record<string, string> {
+export function generatePasswords(users: readonly string[] = [SERVER_NAME, ...CLIENT_NAMES]): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const user of [SERVER_NAME, ...CLIENT_NAMES]) out[user] = `p${randomBytes(16).toString('hex')}`;
+  for (const user of users) out[user] = `p${randomBytes(16).toString('hex')}`;
   return out;
 }
 
@@ -47,4 +45,23 @@ export function configFilePath(): string {
     if (existsSync(path)) return path;
   }
   throw new Error(`nats-server.conf not found next to ${fileURLToPath(import.meta.url)} nor in packages/examples/src/federated`);
+}
+
+/**
+ * The text of a nats-server config with the shipped file's accounts for any
+ * list of clients: SERVER exports its worker's call subject as a service,
+ * each client's account (named after the client, upper case) imports it and
+ * nothing else. Passwords come from the environment, as in the shipped file.
+ * Names go into the config text, so only plain lower-case names are taken.
+ */
+export function accountsConfig(clients: readonly string[]): string {
+  const bad = clients.find((client) => !/^[a-z][a-z0-9]{0,31}$/.test(client) || client === SERVER_NAME);
+  if (bad !== undefined) throw new RangeError(`a client name is a lower-case letter and up to 31 letters and digits, not '${SERVER_NAME}': got '${bad}'`);
+  const subject = `${NAMESPACE}.tb.call.${SERVER_NAME}`;
+  const account = (user: string, rest: string) => `  ${user.toUpperCase()}: {\n    users: [ { user: ${user}, password: $${passwordVariable(user)} } ]\n    ${rest}\n  }`;
+  const blocks = [
+    account(SERVER_NAME, `exports: [ { service: "${subject}", response_type: singleton } ]`),
+    ...clients.map((client) => account(client, `imports: [ { service: { account: ${SERVER_NAME.toUpperCase()}, subject: "${subject}" } } ]`)),
+  ];
+  return `accounts {\n${blocks.join('\n')}\n}\n`;
 }

@@ -8,7 +8,8 @@
  * those that did; the new global model is the average of the submitted
  * weights, weighted by the clients' sample counts. A client that missed a
  * round's deadline (sat it out, crashed, was killed) is no longer waited for;
- * it is live again as soon as it asks for a round.
+ * it is live again as soon as it asks for a round. A client whose update the
+ * server refused is dropped the same way, without waiting for the deadline.
  * @module
  */
 import { tf } from '@tensorbus/core';
@@ -110,6 +111,17 @@ export class FedAvgRounds {
     if ([...this.live].every((name) => this.updates.has(name))) this.close('all');
     await closed;
     return { ...this.snapshot(), accepted: true };
+  }
+
+  /**
+   * Drops `client` from the round being gathered after the server refused
+   * what it sent: the round is not held up waiting for it (it is live again
+   * once it asks for a round), and closes now if everyone else submitted.
+   */
+  refuse(client: string): void {
+    this.live.delete(client);
+    const waiting = [...this.live].some((name) => !this.updates.has(name));
+    if (this.current > 0 && !this.done && this.updates.size > 0 && !waiting) this.close('all');
   }
 
   /** Stops the deadline timer and frees pending updates. */

@@ -1,38 +1,73 @@
 /**
- * The aggregation server: its remote functions (the only things the clients'
- * accounts can reach, through the service the server's account exports) and
- * the worker that hosts the rounds, evaluates the global model on held-out
- * data after each round and prints progress.
+ * The aggregation server: the worker that hosts the rounds behind the remote
+ * functions of protocol.ts, checks what each client sends (checks.ts) before
+ * the rounds keep it, evaluates the global model on held-out data after each
+ * round and prints progress.
  * @module
  */
-import { tensorBackend, tf } from '@tensorbus/core';
-import { remoteFunction, type RpcAgent } from '@tensorbus/actors';
-import type * as TfNamespace from '@tensorflow/tfjs';
+import { InvalidArgumentError, tensorBackend, tf } from '@tensorbus/core';
+import type { RpcAgent } from '@tensorbus/actors';
 import { progressBar } from '../common/progress.js';
 import { loadIris } from '../parameter-server/data.js';
 import { createParams, evaluate } from '../parameter-server/model.js';
+import { checkClient, checkInteger, checkWeights } from './checks.js';
+import { hostFederation, type FederationHost } from './protocol.js';
 import { FedAvgRounds, type RoundRecord } from './rounds.js';
 import type { Settings } from './settings.js';
 
-type Tensor = TfNamespace.Tensor;
+/** Most samples a client may claim (its weight in the average is its share of the claimed total). */
+export const MAX_SAMPLES = 100_000;
 
-let hosted: FedAvgRounds | undefined;
+/**
+ * Most calls of one client the server holds at once (waiting for a round to
+ * open or close). An honest client has one, and a second while a timed-out
+ * wait for round 1 is still held; more would only pin state on the server.
+ */
+export const MAX_WAITING_CALLS_PER_CLIENT = 4;
 
-function rounds(): FedAvgRounds {
-  if (!hosted) throw new Error('this worker hosts no federated-averaging server');
-  return hosted;
+/**
+ * The calls' side on this worker: every argument checked, then handed to
+ * `rounds`. A client whose update is refused is dropped from the round.
+ */
+function federationHost(rounds: FedAvgRounds, tickets: ReadonlyMap<string, string>): FederationHost {
+  const shapes = rounds.global.map((v) => v.shape);
+  const waiting = new Map<string, number>();
+  /** Runs `call` as one of `client`'s held calls, refusing it beyond the bound. */
+  const held = <T>(client: string, call: () => Promise<T>): Promise<T> => {
+    const count = waiting.get(client) ?? 0;
+    if (count >= MAX_WAITING_CALLS_PER_CLIENT) {
+      throw new InvalidArgumentError(`client '${client}' already has ${count} calls waiting: at most ${MAX_WAITING_CALLS_PER_CLIENT} calls at a time`);
+    }
+    waiting.set(client, count + 1);
+    return call().finally(() => {
+      const left = waiting.get(client)! - 1;
+      if (left === 0) waiting.delete(client);
+      else waiting.set(client, left);
+    });
+  };
+  return {
+    join: (id, samples) => rounds.join(checkClient(id, tickets), checkInteger('samples', samples, 1, MAX_SAMPLES)),
+    model: (id, round) => {
+      const client = checkClient(id, tickets);
+      // Only the round open now or the next one: a call waiting for a later round would pin state.
+      const wanted = checkInteger('round', round, 1, Math.min(rounds.current + 1, rounds.settings.rounds + 1));
+      return held(client, () => rounds.model(client, wanted));
+    },
+    submit: (id, round, weights, samples) => {
+      const client = checkClient(id, tickets);
+      try {
+        checkInteger('round', round, 1, rounds.settings.rounds + 1);
+        const joined = rounds.joined.get(client);
+        if (joined !== undefined) checkInteger('samples (as joined)', samples, joined, joined);
+        const update = checkWeights(weights, shapes);
+        return held(client, () => rounds.submit(client, round as number, update, samples as number));
+      } catch (error) {
+        rounds.refuse(client);
+        throw error;
+      }
+    },
+  };
 }
-
-/** A client joins with its name and sample count; answers the number of rounds and the deadline. */
-export const join = remoteFunction('fed.join', (client: string, samples: number) => rounds().join(client, samples));
-
-/** The global model of `round`, once that round is open [async_execution]. */
-export const getGlobal = remoteFunction('fed.getGlobal', (client: string, round: number) => rounds().model(client, round));
-
-/** Submits a client's weights for `round`; answers the next global model once the round closed [async_execution]. */
-export const submitUpdate = remoteFunction('fed.submitUpdate', (client: string, round: number, weights: Tensor[], samples: number) =>
-  rounds().submit(client, round, weights, samples),
-);
 
 /** One evaluated round: the record plus the global model's held-out accuracy and loss after it. */
 export interface RoundResult extends Partial<RoundRecord> {
@@ -43,8 +78,13 @@ export interface RoundResult extends Partial<RoundRecord> {
   tensors: number;
 }
 
-/** Hosts the rounds on this worker until the last one closed; reports each round as it closes. */
-export async function runServer(agent: RpcAgent, settings: Settings, clients: number, report: (result: RoundResult) => void): Promise<RoundResult[]> {
+/**
+ * Hosts the rounds on this worker for the clients `tickets` names (round 1
+ * opens once all of them joined) until the last round closed; reports each
+ * round as it closes.
+ */
+export async function runServer(agent: RpcAgent, settings: Settings, tickets: ReadonlyMap<string, string>, report: (result: RoundResult) => void): Promise<RoundResult[]> {
+  const clients = tickets.size;
   const data = loadIris();
   const results: RoundResult[] = [];
   const evaluateGlobal = (record: Partial<RoundRecord> & { round: number }): RoundResult => {
@@ -57,9 +97,9 @@ export async function runServer(agent: RpcAgent, settings: Settings, clients: nu
   const global = createParams(4, 16, 3, settings.seed);
   let finished!: () => void;
   const allDone = new Promise<void>((resolve) => (finished = resolve));
-  hosted = new FedAvgRounds(global, { rounds: settings.rounds, deadlineMs: settings.deadlineMs, clients }, (record) => {
+  const hosted = new FedAvgRounds(global, { rounds: settings.rounds, deadlineMs: settings.deadlineMs, clients }, (record) => {
     const result = evaluateGlobal(record);
-    const joined = hosted!.joined.size;
+    const joined = hosted.joined.size;
     const missing = record.missing.length > 0 ? `; missing ${record.missing.join(', ')}` : '';
     console.log(
       `round ${String(record.round).padStart(3)}/${settings.rounds} ${progressBar(record.round, settings.rounds)}  ` +
@@ -68,6 +108,7 @@ export async function runServer(agent: RpcAgent, settings: Settings, clients: nu
     );
     if (record.round === settings.rounds) finished();
   });
+  hostFederation(federationHost(hosted, tickets));
   const initial = evaluateGlobal({ round: 0 });
   console.log(
     `aggregation server '${agent.self.name}': waiting for ${clients} clients, ${settings.rounds} rounds, deadline ${settings.deadlineMs} ms per round, ` +
@@ -76,8 +117,8 @@ export async function runServer(agent: RpcAgent, settings: Settings, clients: nu
   await allDone;
   // The last answers go out before the worker leaves (a graceful shutdown drains served calls).
   await agent.shutdown({ timeoutMs: 10_000 });
+  hostFederation(undefined);
   hosted.dispose();
   global.forEach((v) => v.dispose());
-  hosted = undefined;
   return results;
 }
