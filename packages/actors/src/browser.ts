@@ -1,6 +1,5 @@
 /**
- * @tensorbus/actors in a page: everything of the Node entry but the XML-RPC
- * gateway (an HTTP server), which a page cannot run. A bundler building for
+ * @tensorbus/actors in a page: every name of the Node entry. A bundler building for
  * the browser takes this module through the package's "browser" export
  * condition, and the Node-only platform modules (platform/*.ts) are swapped
  * for their browser twins by the package's "browser" field. See

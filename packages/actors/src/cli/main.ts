@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 /**
- * The `tensorbus` command: `launch`, `status`, `gateway` and `dashboard`.
+ * The `tensorbus` command: `launch` and `status`, and `gateway` and
+ * `dashboard` from their own packages when installed (command-packages.ts).
  * @module
  */
 import { parseArgs, USAGE } from './args.js';
+import { loadDashboardCommand, loadGatewayCommand } from './command-packages.js';
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
@@ -12,8 +14,8 @@ async function main(): Promise<number> {
     return 0;
   }
   if (args.command === 'launch') return (await import('./launch.js')).launch(args);
-  if (args.command === 'gateway') return (await import('./gateway-command.js')).gateway(args);
-  if (args.command === 'dashboard') return (await import('./dashboard.js')).dashboard(args);
+  if (args.command === 'gateway') return (await loadGatewayCommand()).gatewayCommand(args);
+  if (args.command === 'dashboard') return (await loadDashboardCommand('`tensorbus dashboard`')).dashboardCommand(args);
   return (await import('./status.js')).status(args);
 }
 
