@@ -58,6 +58,5 @@ export {
   MissingPackageError,
   TransportError,
   CheckpointError,
-  GatewayError,
 } from './errors.js';
-export type { ErrorCode, RRefErrorCode, AutogradErrorCode, StreamErrorCode, GatewayErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';
+export type { ErrorCode, CoreErrorCode, ExtensionErrorCodes, RRefErrorCode, AutogradErrorCode, StreamErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';

@@ -10,7 +10,8 @@
 import { createHash, createPublicKey, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { GatewayError, InvalidArgumentError } from '@tensorbus/core';
+import { InvalidArgumentError } from '@tensorbus/core';
+import { GatewayError } from './errors.js';
 
 /** A basic-auth user. */
 export interface BasicUser {

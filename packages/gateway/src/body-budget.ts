@@ -8,7 +8,7 @@
  * `Retry-After`.
  * @module
  */
-import { GatewayError } from '@tensorbus/core';
+import { GatewayError } from './errors.js';
 
 /** Seconds a client refused for want of body budget is told to wait (`Retry-After`). */
 export const BODY_RETRY_AFTER_S = 1;

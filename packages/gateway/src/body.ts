@@ -9,7 +9,7 @@
  * @module
  */
 import type { IncomingMessage } from 'node:http';
-import { GatewayError } from '@tensorbus/core';
+import { GatewayError } from './errors.js';
 import type { BodyHold } from './body-budget.js';
 
 /**

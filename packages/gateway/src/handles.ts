@@ -8,7 +8,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { GatewayError } from '@tensorbus/core';
+import { GatewayError } from './errors.js';
 import type { RRef } from '@tensorbus/actors/internal';
 
 /** What a handle string looks like (checked before any lookup). */

@@ -16,3 +16,5 @@ export { DEFAULT_GATEWAY_LIMITS } from './limits.js';
 export type { GatewayLogger } from './request-log.js';
 export type { RetryPolicy } from './retry.js';
 export { FAULT_CODES } from './faults.js';
+export { GatewayError } from './errors.js';
+export type { GatewayErrorCode } from './errors.js';

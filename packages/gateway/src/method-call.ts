@@ -2,7 +2,8 @@
  * A `methodCall` body to its method name and parameters.
  * @module
  */
-import { GatewayError, InvalidArgumentError } from '@tensorbus/core';
+import { InvalidArgumentError } from '@tensorbus/core';
+import { GatewayError } from './errors.js';
 import { RequestBudget } from './values-in.js';
 import { readValue } from './values-in.js';
 import { elements, parseXml, textOf, bodyText } from './xml-tree.js';

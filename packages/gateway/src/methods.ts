@@ -5,7 +5,8 @@
  * `system.listMethods/methodHelp/multicall`.
  * @module
  */
-import { GatewayError, InvalidArgumentError, UnknownFunctionError } from '@tensorbus/core';
+import { InvalidArgumentError, UnknownFunctionError } from '@tensorbus/core';
+import { GatewayError } from './errors.js';
 import type { RpcAgent } from '@tensorbus/actors/internal';
 import { tfOpByName, tfOpNames } from '@tensorbus/actors/internal';
 import { WORKER_NAME_PATTERN } from '@tensorbus/actors/internal';

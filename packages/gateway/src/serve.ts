@@ -9,7 +9,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { GatewayError, tf } from '@tensorbus/core';
+import { tf } from '@tensorbus/core';
+import { GatewayError } from './errors.js';
 import { forEachTensor } from '@tensorbus/actors/internal';
 import type { Authenticator, Principal } from './auth.js';
 import { readBody } from './body.js';

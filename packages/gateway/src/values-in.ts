@@ -8,7 +8,8 @@
  * is made for it.
  * @module
  */
-import { GatewayError, InvalidArgumentError, type tf } from '@tensorbus/core';
+import { InvalidArgumentError, type tf } from '@tensorbus/core';
+import { GatewayError } from './errors.js';
 import { elementBytes, tensorFromBytes } from '@tensorbus/core/internal';
 import type { GatewayLimits } from './limits.js';
 import { elements, textOf, type XmlElement, type XmlNode } from './xml-tree.js';

@@ -8,7 +8,8 @@
  * `<nil/>` (or a fault when nil is turned off).
  * @module
  */
-import { GatewayError, SerializationError, tf } from '@tensorbus/core';
+import { SerializationError, tf } from '@tensorbus/core';
+import { GatewayError } from './errors.js';
 import { elementBytes, tensorBytes } from '@tensorbus/core/internal';
 import { RRef } from '@tensorbus/actors/internal';
 import type { Fault } from './faults.js';

@@ -13,7 +13,7 @@
  * @module
  */
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { GatewayError } from '@tensorbus/core';
+import { GatewayError } from './errors.js';
 
 /** A node of the ordered tree: an element (its name -> its children) or a text node. */
 export type XmlNode = { readonly '#text': string } | { readonly [tag: string]: XmlNode[] };
