@@ -5,7 +5,6 @@
  * @module
  */
 import { parseArgs, USAGE } from './args.js';
-import { loadDashboardCommand, loadGatewayCommand } from './command-packages.js';
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
@@ -14,8 +13,15 @@ async function main(): Promise<number> {
     return 0;
   }
   if (args.command === 'launch') return (await import('./launch.js')).launch(args);
-  if (args.command === 'gateway') return (await loadGatewayCommand()).gatewayCommand(args);
-  if (args.command === 'dashboard') return (await loadDashboardCommand('`tensorbus dashboard`')).dashboardCommand(args);
+  // Loaded per command, as the others: `--help` loads nothing (core would load TensorFlow.js).
+  if (args.command === 'gateway') {
+    const { loadGatewayCommand } = await import('./command-packages.js');
+    return (await loadGatewayCommand()).gatewayCommand(args);
+  }
+  if (args.command === 'dashboard') {
+    const { loadDashboardCommand } = await import('./command-packages.js');
+    return (await loadDashboardCommand('`tensorbus dashboard`')).dashboardCommand(args);
+  }
   return (await import('./status.js')).status(args);
 }
 
