@@ -65,13 +65,12 @@ export interface DashboardArgs {
 export type CliArgs = LaunchArgs | StatusArgs | GatewayArgs | DashboardArgs | { command: 'help' };
 
 export const USAGE = `usage:
-  Every command that talks to a bus takes --server URL (default: NATS_URL).
-
   tensorbus launch -n N [--names a,b,...] [--namespace NS] [--server URL] [--grace S] [--dashboard PORT [--linger S]] [--websocket PORT]
                    [--max-restarts N [--restart-window S] [--restart-strategy one|all]] script.js [args...]
       Starts N processes of script.js with TENSORBUS_NAME, TENSORBUS_RANK,
       TENSORBUS_WORLD_SIZE and NATS_URL set. Starts an embedded nats-server
-      when neither --server nor NATS_URL names one. Exits non-zero, stopping the rest, when one fails.
+      when neither --server nor NATS_URL names one. Exits non-zero,
+      stopping the rest, when one fails.
       Ctrl-C asks every worker to stop (SIGINT); a second Ctrl-C, or --grace
       seconds (default 30), kills them. Exit code: the failing worker's, or 130.
       --dashboard PORT also serves the workers' dashboard on 127.0.0.1:PORT
@@ -102,7 +101,9 @@ export const USAGE = `usage:
       Serves a live web page of the namespace's workers (the same as status,
       plus charts of calls/s and reported values, and events as they happen)
       until Ctrl-C. Loopback only unless --host says otherwise.
-      Needs @tensorbus/dashboard.`;
+      Needs @tensorbus/dashboard.
+  Every command that talks to a bus names it with --server URL (or -s;
+  default: NATS_URL).`;
 
 /** Parses `argv` (without node and the script); throws Error with a usage hint on bad input. */
 export function parseArgs(argv: string[]): CliArgs {
