@@ -52,14 +52,3 @@ export type { WorkerStats, FunctionStats } from './observe/stats-protocol.js';
 export { RpcProfile } from './agent/profiler.js';
 export type { RpcEvent, ProfileOptions, ChromeTraceEvent } from './agent/profiler.js';
 
-// XML-RPC gateway
-export { startGateway } from './gateway/start.js';
-export type { Gateway } from './gateway/start.js';
-export type { GatewayOptions } from './gateway/options.js';
-export type { GatewayAuth, BasicUser, JwtAuth } from './gateway/auth.js';
-export type { NatsIdentity, IdentityConnector } from './gateway/identities.js';
-export type { GatewayLimits } from './gateway/limits.js';
-export { DEFAULT_GATEWAY_LIMITS } from './gateway/limits.js';
-export type { GatewayLogger } from './gateway/request-log.js';
-export type { RetryPolicy } from './gateway/retry.js';
-export { FAULT_CODES } from './gateway/faults.js';

@@ -26,3 +26,24 @@ export { CallTensors, collectTensors, outsideCalls, madeByCurrentCall } from './
 export { OBSERVE } from './observe/plugin.js';
 export { observing } from './observe/switch.js';
 export { parseTraceparent, formatTraceparent } from './observe/trace-context.js';
+
+// For @tensorbus/gateway and @tensorbus/dashboard, which run on these.
+export { describeError, defaultLogger } from './agent/call-log.js';
+export { loadNatsTransport } from './nats-loader.js';
+export type { NatsConnectOptions } from './nats-loader.js';
+export { listRegistry } from './registry/registry-list.js';
+export type { RegisteredSummary } from './registry/functions.js';
+export { tfOpByName, tfOpNames } from './registry/tf-builtins.js';
+export { MemberWitness } from './observe/member-witness.js';
+export { listWorkers, queryStats } from './observe/stats-reader.js';
+export { DASHBOARD_PORT } from './cli/args.js';
+export type { GatewayArgs, DashboardArgs } from './cli/args.js';
+export type { GatewayCommandModule, DashboardCommandModule, RunningDashboard, DashboardTarget } from './cli/command-packages.js';
+export { untilSignal } from './cli/until-signal.js';
+export { connectReader } from './cli/status.js';
+// The membership and stats wire, for tests of those packages that play a peer which is not a member.
+export { Identity } from './agent/identity.js';
+export { signedText } from './membership/heartbeat-beat.js';
+export { HERE, QUERY } from './membership/membership-protocol.js';
+export { nonceOf, statsSignedText } from './observe/stats-protocol.js';
+export { decodeWithoutTensors } from './tensors.js';

@@ -14,6 +14,7 @@
  * @module
  */
 import { MissingPackageError, type Transport } from '@tensorbus/core';
+import { resolveOptional } from './optional-package.js';
 
 /** The package name, in one place. */
 const NATS_TRANSPORT_PACKAGE = '@tensorbus/nats-transport';
@@ -46,9 +47,6 @@ export interface NatsTransportModule {
   startNatsServer(options: { ownProcessGroup?: boolean; jetstream?: boolean; websocket?: { port: number; quiet: boolean } }): Promise<StartedNatsServer>;
 }
 
-/** Node's code for a specifier that resolves to nothing. */
-const NOT_FOUND_CODES = new Set(['ERR_MODULE_NOT_FOUND', 'MODULE_NOT_FOUND']);
-
 let loading: Promise<NatsTransportModule> | undefined;
 
 /**
@@ -64,15 +62,8 @@ export async function loadNatsTransport(needer: string, otherwise: string): Prom
       packageName: NATS_TRANSPORT_PACKAGE,
       cause,
     });
-  let url: string;
-  try {
-    // Resolving first tells "the package is absent" (this specifier) from "the package failed to load" (anything else).
-    url = import.meta.resolve(NATS_TRANSPORT_PACKAGE);
-  } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    if (typeof code === 'string' && NOT_FOUND_CODES.has(code)) throw missing('is not installed', error);
-    throw error;
-  }
+  const url = resolveOptional(NATS_TRANSPORT_PACKAGE);
+  if (url === undefined) throw missing('is not installed');
   loading ??= import(url).then((mod: Partial<NatsTransportModule>) => {
     if (typeof mod.natsTransport !== 'function' || typeof mod.startNatsServer !== 'function') {
       throw missing('does not export natsTransport and startNatsServer (a version that does not match @tensorbus/actors)');

@@ -6,7 +6,6 @@
 import {
   AutogradError,
   DuplicateWorkerError,
-  GatewayError,
   InvalidArgumentError,
   PermissionDeniedError,
   MissingPackageError,
@@ -23,7 +22,6 @@ import {
   UnknownFunctionError,
   WorkerUnavailableError,
   type AutogradErrorCode,
-  type GatewayErrorCode,
   type RRefErrorCode,
   type StreamErrorCode,
   type TensorbusErrorOptions,
@@ -102,9 +100,6 @@ for (const code of ['RREF_NOT_OWNER', 'RREF_RELEASED', 'RREF_CREATION_FAILED', '
 }
 for (const code of ['STREAM_LIMIT_EXCEEDED', 'STREAM_LEASE_EXPIRED'] satisfies StreamErrorCode[]) {
   rebuilders.set(code, (m, o) => new StreamError(code, m, o));
-}
-for (const code of ['GATEWAY_BAD_REQUEST', 'GATEWAY_LIMIT_EXCEEDED', 'GATEWAY_UNKNOWN_HANDLE', 'GATEWAY_UNAUTHORIZED'] satisfies GatewayErrorCode[]) {
-  rebuilders.set(code, (m, o) => new GatewayError(code, m, o));
 }
 for (const code of ['AUTOGRAD_CONTEXT_NOT_FOUND', 'AUTOGRAD_BACKWARD_FAILED', 'AUTOGRAD_LIMIT_EXCEEDED'] satisfies AutogradErrorCode[]) {
   rebuilders.set(code, (m, o) => new AutogradError(code, m, o));

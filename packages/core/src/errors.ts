@@ -12,8 +12,21 @@
  */
 import type { RequestFailureReason } from './transport/request-failure.js';
 
-/** Stable error codes, one per failure kind. */
-export type ErrorCode =
+/**
+ * Codes that a package built on core adds to {@link ErrorCode}, each a key of
+ * this interface, declared where that package defines its error class
+ * (TypeScript's declaration merging), e.g.
+ * `declare module '@tensorbus/core' { interface ExtensionErrorCodes { MY_CODE: true } }`.
+ * Core knows none of them: such an error crosses the wire as a plain `Error`
+ * with its name and code ({@link errorFromWire}).
+ */
+export interface ExtensionErrorCodes {}
+
+/** Stable error codes, one per failure kind: core's, and those packages add ({@link ExtensionErrorCodes}). */
+export type ErrorCode = CoreErrorCode | keyof ExtensionErrorCodes;
+
+/** Core's error codes. */
+export type CoreErrorCode =
   | 'RPC_TIMEOUT'
   | 'REMOTE_ERROR'
   | 'WORKER_UNAVAILABLE'
@@ -35,8 +48,7 @@ export type ErrorCode =
   | 'MISSING_PACKAGE'
   | 'TRANSPORT'
   | 'CHECKPOINT_INVALID'
-  | 'REENTRANT_CALL'
-  | GatewayErrorCode;
+  | 'REENTRANT_CALL';
 
 /** Options common to every tensorbus error. */
 export interface TensorbusErrorOptions {
@@ -247,20 +259,5 @@ export class CheckpointError extends TensorbusError {
 export class ReentrantCallError extends TensorbusError {
   constructor(message: string, options: TensorbusErrorOptions = {}) {
     super('REENTRANT_CALL', message, options);
-  }
-}
-
-/**
- * Codes of the XML-RPC gateway's own refusals (docs/gateway.md): a body that
- * is not a well-formed XML-RPC call, a limit passed, a handle this client does
- * not hold, a request without valid credentials.
- */
-export type GatewayErrorCode = 'GATEWAY_BAD_REQUEST' | 'GATEWAY_LIMIT_EXCEEDED' | 'GATEWAY_UNKNOWN_HANDLE' | 'GATEWAY_UNAUTHORIZED';
-
-/** The XML-RPC gateway refused a request before anything ran on a worker. */
-export class GatewayError extends TensorbusError {
-  declare readonly code: GatewayErrorCode;
-  constructor(code: GatewayErrorCode, message: string, options: TensorbusErrorOptions = {}) {
-    super(code, message, options);
   }
 }

@@ -59,6 +59,5 @@ export {
   TransportError,
   CheckpointError,
   ReentrantCallError,
-  GatewayError,
 } from './errors.js';
-export type { ErrorCode, RRefErrorCode, AutogradErrorCode, StreamErrorCode, GatewayErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';
+export type { ErrorCode, CoreErrorCode, ExtensionErrorCodes, RRefErrorCode, AutogradErrorCode, StreamErrorCode, RemoteErrorInfo, TensorbusErrorOptions, WorkerUnavailableErrorOptions } from './errors.js';

@@ -3,7 +3,6 @@ import {
   AutogradError,
   defaultCodec as codec,
   DuplicateWorkerError,
-  GatewayError,
   InvalidArgumentError,
   MissingPackageError,
   PermissionDeniedError,
@@ -41,10 +40,6 @@ const everyError: TensorbusError[] = [
   new PermissionDeniedError('refused'),
   new MissingPackageError('NATS_URL is set but @tensorbus/nats-transport is not installed', { packageName: '@tensorbus/nats-transport' }),
   new TransportError('connection lost'),
-  new GatewayError('GATEWAY_BAD_REQUEST', 'not XML'),
-  new GatewayError('GATEWAY_LIMIT_EXCEEDED', 'too large'),
-  new GatewayError('GATEWAY_UNKNOWN_HANDLE', 'no such handle'),
-  new GatewayError('GATEWAY_UNAUTHORIZED', 'wrong password'),
 ];
 
 for (const error of everyError) {
@@ -147,4 +142,15 @@ test('errors - remoteErrorFrom wraps what a remote function threw, and keeps ten
   t.is(thrownString.remoteMessage, 'plain string');
   const nested = errorFromWire(remoteErrorFrom('w4', errorFromWire(remoteErrorFrom('w3', new Error('deep'))))) as RemoteError;
   t.is(nested.worker, 'w3', 'a RemoteError passed on keeps the worker that raised it');
+});
+
+test('errors - core knows no package\'s own errors: it exports no GatewayError, and a code it does not know arrives as an Error with its name and code', async (t) => {
+  const core = await import('../src/index.js');
+  t.false('GatewayError' in core);
+  const back = errorFromWire({ name: 'GatewayError', message: 'not XML', code: 'GATEWAY_BAD_REQUEST', retryable: false });
+  t.false(back instanceof TensorbusError);
+  t.is(back.constructor, Error);
+  t.is(back.name, 'GatewayError');
+  t.is((back as Error & { code?: string }).code, 'GATEWAY_BAD_REQUEST');
+  t.is(back.message, 'not XML');
 });

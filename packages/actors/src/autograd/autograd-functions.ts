@@ -1,35 +1,28 @@
 /**
  * The callee side of the autograd protocol, registered like any remote
  * function and called through the ordinary call path (so timeouts and failure
- * detection apply: a dead participant fails a backward at once).
+ * detection apply: a dead participant fails a backward at once). Each turns
+ * its arguments into an {@link AutogradMessage} for `DistAutograd.handle`.
  * @module
  */
 import type { tf } from '@tensorbus/core';
 import { servingPlugin } from '../agent/host.js';
 import { remoteFunction } from '../registry/functions.js';
-import type { DistAutograd } from './dist-autograd.js';
 import { AUTOGRAD } from './autograd-key.js';
-import { GRADS, RELEASE } from './protocol.js';
+import { GRADS, RELEASE, type AutogradMessage } from './protocol.js';
 
-/** The distributed autograd of the worker serving the current call, and the caller. */
-function serving(): { autograd: DistAutograd; caller: string; verified: boolean } {
+/** Hands `message` to the distributed autograd of the worker serving the current call, with its caller. */
+async function handle(message: AutogradMessage): Promise<null> {
   const { plugin, scope } = servingPlugin(AUTOGRAD, 'an autograd protocol function');
-  return { autograd: plugin, caller: scope.caller, verified: scope.verified };
+  await plugin.handle(message, scope.caller, scope.verified);
+  return null;
 }
 
 /** Gradients for the tensors this worker sent as message `msgId`: runs the passes they cause. */
-export const receiveGradients = remoteFunction(GRADS, async (contextId: string, msgId: string, grads: Array<tf.Tensor | null>, timeoutMs?: number): Promise<null> => {
-  const { autograd, caller, verified } = serving();
-  // What is left of the backward's time, if the caller set one: the passes this causes share it.
-  const deadline = typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0 ? Date.now() + Math.min(timeoutMs, 2 ** 31 - 1) : undefined;
-  await autograd.receiveGradients(contextId, msgId, grads, caller, verified, deadline);
-  return null;
+export const receiveGradients = remoteFunction(GRADS, (contextId: string, msgId: string, grads: Array<tf.Tensor | null>, timeoutMs?: number) =>
   // The passes it runs hand their gradients to contexts, which dispose them when released.
-}, { tidy: false });
+  handle({ kind: GRADS, contextId, msgId, grads, timeoutMs }),
+{ tidy: false });
 
 /** Releases a context here and on the workers it knows (but the caller). */
-export const releaseContext = remoteFunction(RELEASE, async (contextId: string): Promise<null> => {
-  const { autograd, caller, verified } = serving();
-  await autograd.releaseFrom(contextId, caller, verified);
-  return null;
-}, { tidy: false });
+export const releaseContext = remoteFunction(RELEASE, (contextId: string) => handle({ kind: RELEASE, contextId }), { tidy: false });

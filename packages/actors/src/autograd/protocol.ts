@@ -15,6 +15,7 @@
  *   tb.autograd.release(contextId)                drop the context here and on the workers it knows
  * @module
  */
+import type { tf } from '@tensorbus/core';
 
 /** The metadata key of a call made inside a context. */
 export const META_KEY = 'ag';
@@ -35,6 +36,18 @@ export const GRADS = 'tb.autograd.grads';
 export const RELEASE = 'tb.autograd.release';
 /** The remote functions the autograd plugin declares (it has no control kinds: everything rides on calls). */
 export const AUTOGRAD_FUNCTIONS = [GRADS, RELEASE] as const;
+
+/**
+ * A call of the backward and cleanup half, as its callee handles it: one kind
+ * per remote function, its arguments named (autograd-functions.ts makes them,
+ * `DistAutograd.handle` dispatches them). Their values come from the wire and
+ * are checked where they are used.
+ */
+export type AutogradMessage =
+  /** Gradients for the tensors of send `msgId`; `timeoutMs`: what is left of the backward's time, if it has a limit. */
+  | { kind: typeof GRADS; contextId: string; msgId: string; grads: Array<tf.Tensor | null>; timeoutMs?: number }
+  /** Drop the context here and on the workers it knows (but the caller). */
+  | { kind: typeof RELEASE; contextId: string };
 
 /** The id of the send made by a reply to message `msgId`. */
 export function replyId(msgId: string): string {

@@ -2,8 +2,10 @@
  * Parsing of the `tensorbus` command's arguments.
  * @module
  */
-import { DASHBOARD_PORT } from '../dashboard/server.js';
 import type { RestartPolicy } from './restart-budget.js';
+
+/** The port `tensorbus dashboard` serves on by default (Ray's dashboard port). */
+export const DASHBOARD_PORT = 8265;
 
 /** Options of `tensorbus launch`. */
 export interface LaunchArgs {
@@ -11,6 +13,8 @@ export interface LaunchArgs {
   count: number;
   names: string[];
   namespace: string | undefined;
+  /** The NATS server of a running bus (`--server`, default NATS_URL); none: start an embedded nats-server. */
+  server: string | undefined;
   script: string;
   scriptArgs: string[];
   /** How long workers may take to stop after an interrupt or a failure before they are killed, ms. */
@@ -39,7 +43,8 @@ export interface GatewayArgs {
   namespace: string | undefined;
   port: number;
   host: string | undefined;
-  nats: string | undefined;
+  /** `--server`, or its older name `--nats`; default NATS_URL. */
+  server: string | undefined;
   name: string | undefined;
   tlsCert: string | undefined;
   tlsKey: string | undefined;
@@ -56,20 +61,21 @@ export interface DashboardArgs {
   host: string;
 }
 
-
+/** Every command: its arguments. */
 export type CliArgs = LaunchArgs | StatusArgs | GatewayArgs | DashboardArgs | { command: 'help' };
 
 export const USAGE = `usage:
-  tensorbus launch -n N [--names a,b,...] [--namespace NS] [--grace S] [--dashboard PORT [--linger S]] [--websocket PORT]
+  tensorbus launch -n N [--names a,b,...] [--namespace NS] [--server URL] [--grace S] [--dashboard PORT [--linger S]] [--websocket PORT]
                    [--max-restarts N [--restart-window S] [--restart-strategy one|all]] script.js [args...]
       Starts N processes of script.js with TENSORBUS_NAME, TENSORBUS_RANK,
       TENSORBUS_WORLD_SIZE and NATS_URL set. Starts an embedded nats-server
-      when NATS_URL is not set. Exits non-zero, stopping the rest, when one fails.
+      when neither --server nor NATS_URL names one. Exits non-zero,
+      stopping the rest, when one fails.
       Ctrl-C asks every worker to stop (SIGINT); a second Ctrl-C, or --grace
       seconds (default 30), kills them. Exit code: the failing worker's, or 130.
       --dashboard PORT also serves the workers' dashboard on 127.0.0.1:PORT
       (0: any free port) and prints its address; --linger S keeps it up S
-      seconds after the workers finished (default 0).
+      seconds after the workers finished (default 0). Needs @tensorbus/dashboard.
       --websocket PORT has the embedded nats-server serve WebSocket for
       browser workers on ws://127.0.0.1:PORT (0: any free port; loopback
       only, as it has no TLS), given to the workers as TENSORBUS_WS_URL.
@@ -90,11 +96,14 @@ export const USAGE = `usage:
       (--nats URL is the older name of --server).
       --auth names a JSON file of basic users, JWT verification and NATS
       identities; without it the gateway listens on loopback only.
-      See docs/gateway.md.
+      Needs @tensorbus/gateway. See docs/gateway.md.
   tensorbus dashboard [--server URL] [--namespace NS] [--port 8265] [--host 127.0.0.1]
       Serves a live web page of the namespace's workers (the same as status,
       plus charts of calls/s and reported values, and events as they happen)
-      until Ctrl-C. Loopback only unless --host says otherwise.`;
+      until Ctrl-C. Loopback only unless --host says otherwise.
+      Needs @tensorbus/dashboard.
+  Every command that talks to a bus names it with --server URL (or -s;
+  default: NATS_URL).`;
 
 /** Parses `argv` (without node and the script); throws Error with a usage hint on bad input. */
 export function parseArgs(argv: string[]): CliArgs {
@@ -121,6 +130,7 @@ function parseLaunch(rest: string[]): LaunchArgs {
   let dashboardPort: number | undefined;
   let lingerMs = 0;
   let websocketPort: number | undefined;
+  let server = process.env.NATS_URL || undefined;
   const restarts: RestartPolicy = { maxRestarts: 0, windowMs: Infinity, strategy: 'one' };
   let i = 0;
   for (; i < rest.length; i++) {
@@ -128,6 +138,7 @@ function parseLaunch(rest: string[]): LaunchArgs {
     if (arg === '-n' || arg === '--nproc') count = Number(take(rest, i++, arg));
     else if (arg === '--names') names = take(rest, i++, arg).split(',').filter(Boolean);
     else if (arg === '--namespace') namespace = take(rest, i++, arg);
+    else if (arg === '--server' || arg === '-s') server = take(rest, i++, arg);
     else if (arg === '--grace') graceMs = Number(take(rest, i++, arg)) * 1000;
     else if (arg === '--dashboard') dashboardPort = port(take(rest, i++, arg));
     else if (arg === '--linger') lingerMs = Number(take(rest, i++, arg)) * 1000;
@@ -148,7 +159,7 @@ function parseLaunch(rest: string[]): LaunchArgs {
   if (!(lingerMs >= 0)) throw new Error(`--linger must be a number of seconds\n${USAGE}`);
   if (!Number.isInteger(restarts.maxRestarts) || restarts.maxRestarts < 0) throw new Error(`--max-restarts must be a non-negative integer\n${USAGE}`);
   if (!(restarts.windowMs > 0)) throw new Error(`--restart-window must be a positive number of seconds\n${USAGE}`);
-  return { command: 'launch', count, names, namespace, script, scriptArgs: rest.slice(i + 1), graceMs, dashboardPort, lingerMs, restarts, ...(websocketPort === undefined ? {} : { websocketPort }) };
+  return { command: 'launch', count, names, namespace, server, script, scriptArgs: rest.slice(i + 1), graceMs, dashboardPort, lingerMs, restarts, ...(websocketPort === undefined ? {} : { websocketPort }) };
 }
 
 function strategy(value: string): RestartPolicy['strategy'] {
@@ -170,7 +181,7 @@ function parseStatus(rest: string[]): StatusArgs {
 
 function parseGateway(rest: string[]): GatewayArgs {
   const out: GatewayArgs = {
-    command: 'gateway', namespace: process.env.TENSORBUS_NAMESPACE, port: 8080, host: undefined, nats: process.env.NATS_URL,
+    command: 'gateway', namespace: process.env.TENSORBUS_NAMESPACE, port: 8080, host: undefined, server: process.env.NATS_URL,
     name: undefined, tlsCert: undefined, tlsKey: undefined, auth: undefined,
   };
   for (let i = 0; i < rest.length; i++) {
@@ -178,7 +189,7 @@ function parseGateway(rest: string[]): GatewayArgs {
     if (arg === '--namespace') out.namespace = take(rest, i++, arg);
     else if (arg === '--port' || arg === '-p') out.port = port(take(rest, i++, arg));
     else if (arg === '--host') out.host = take(rest, i++, arg);
-    else if (arg === '--nats' || arg === '--server' || arg === '-s') out.nats = take(rest, i++, arg);
+    else if (arg === '--server' || arg === '-s' || arg === '--nats') out.server = take(rest, i++, arg);
     else if (arg === '--name') out.name = take(rest, i++, arg);
     else if (arg === '--tls-cert') out.tlsCert = take(rest, i++, arg);
     else if (arg === '--tls-key') out.tlsKey = take(rest, i++, arg);

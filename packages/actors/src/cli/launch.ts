@@ -28,6 +28,7 @@ import { tensorBackend } from '@tensorbus/core';
 import { BACKEND_SAID_ENV } from '@tensorbus/core/internal';
 import { loadNatsTransport } from '../nats-loader.js';
 import type { LaunchArgs } from './args.js';
+import { loadDashboardCommand, type DashboardCommandModule, type RunningDashboard } from './command-packages.js';
 import type { LauncherReport } from './launcher-report.js';
 import { RestartBudget } from './restart-budget.js';
 
@@ -46,9 +47,8 @@ function say(line: string): void {
 }
 
 /** Starts the dashboard of the launched namespace (`--dashboard PORT`) and says where it is. */
-async function startLaunchDashboard(url: string, args: LaunchArgs): Promise<{ url: string; close(): Promise<void> }> {
-  const { startDashboardFor } = await import('./dashboard.js');
-  const dashboard = await startDashboardFor({ server: url, namespace: args.namespace, port: args.dashboardPort!, host: '127.0.0.1', poll: 'always' });
+async function startLaunchDashboard(commands: DashboardCommandModule, url: string, args: LaunchArgs): Promise<RunningDashboard> {
+  const dashboard = await commands.startDashboardFor({ server: url, namespace: args.namespace, port: args.dashboardPort!, host: '127.0.0.1', poll: 'always' });
   say(`dashboard: ${dashboard.url}`);
   return dashboard;
 }
@@ -102,17 +102,19 @@ interface WorkerSlot {
 
 /** Runs the launch; resolves with the exit code for the launcher. */
 export async function launch(args: LaunchArgs): Promise<number> {
-  let url = process.env.NATS_URL;
+  let url = args.server;
   let server: { stop(): Promise<void> } | undefined;
   let wsUrl: string | undefined;
   if (url && args.websocketPort !== undefined) {
-    say('--websocket needs the embedded nats-server: unset NATS_URL, or open a websocket {} block in your own server');
+    say('--websocket needs the embedded nats-server: pass no --server and unset NATS_URL, or open a websocket {} block in your own server');
     return 2;
   }
+  // Before anything starts: a missing @tensorbus/dashboard is said at once, not after a nats-server was started.
+  const dashboardCommands = args.dashboardPort === undefined ? undefined : await loadDashboardCommand('`tensorbus launch --dashboard`');
   if (!url) {
     const { startNatsServer } = await loadNatsTransport(
       'NATS_URL is not set, so `tensorbus launch` starts a nats-server,',
-      'or set NATS_URL=nats://host:4222 to use a running server',
+      'or set NATS_URL=nats://host:4222 (or pass --server URL) to use a running server',
     );
     const websocket = args.websocketPort === undefined ? undefined : { port: args.websocketPort, quiet: true };
     // JetStream keeps the workers' checkpoints (checkpointStore) across their restarts, for the run.
@@ -123,7 +125,7 @@ export async function launch(args: LaunchArgs): Promise<number> {
     say(`started an embedded nats-server at ${url} (pid ${started.pid})`);
     if (wsUrl) say(`browser workers: ${wsUrl} (WebSocket without TLS, so loopback only)`);
   }
-  const dashboard = args.dashboardPort === undefined ? undefined : await startLaunchDashboard(url, args);
+  const dashboard = dashboardCommands === undefined ? undefined : await startLaunchDashboard(dashboardCommands, url, args);
   const graceMs = args.graceMs ?? DEFAULT_GRACE_MS;
   // The group's checkpoints are signed with one secret: the user's, or one made for this run.
   const checkpointSecret = process.env.TENSORBUS_CHECKPOINT_SECRET ?? randomBytes(32).toString('hex');

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `tensorbus` command: `launch`, `status`, `gateway` and `dashboard`.
+ * The `tensorbus` command: `launch` and `status`, and `gateway` and
+ * `dashboard` from their own packages when installed (command-packages.ts).
  * @module
  */
 import { parseArgs, USAGE } from './args.js';
@@ -12,8 +13,15 @@ async function main(): Promise<number> {
     return 0;
   }
   if (args.command === 'launch') return (await import('./launch.js')).launch(args);
-  if (args.command === 'gateway') return (await import('./gateway-command.js')).gateway(args);
-  if (args.command === 'dashboard') return (await import('./dashboard.js')).dashboard(args);
+  // Loaded per command, as the others: `--help` loads nothing (core would load TensorFlow.js).
+  if (args.command === 'gateway') {
+    const { loadGatewayCommand } = await import('./command-packages.js');
+    return (await loadGatewayCommand()).gatewayCommand(args);
+  }
+  if (args.command === 'dashboard') {
+    const { loadDashboardCommand } = await import('./command-packages.js');
+    return (await loadDashboardCommand('`tensorbus dashboard`')).dashboardCommand(args);
+  }
   return (await import('./status.js')).status(args);
 }
 

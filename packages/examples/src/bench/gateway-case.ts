@@ -55,7 +55,7 @@ function start(command: string, args: string[], env: NodeJS.ProcessEnv, ready: R
 const nats = await startNatsServer();
 try {
   await start(process.execPath, [callee], { NATS_URL: nats.url }, /^ready/);
-  const url = await start(process.execPath, [cli, 'gateway', '--port', '0', '--nats', nats.url, '--name', 'gateway-bench'], {}, /^http:/);
+  const url = await start(process.execPath, [cli, 'gateway', '--port', '0', '--server', nats.url, '--name', 'gateway-bench'], {}, /^http:/);
   const agent = await initRpc({ name: 'driver', transport: natsTransport({ servers: nats.url }), logger: null });
   const http = new Agent({ keepAlive: true, maxSockets: 1 });
   const post = (i: number) =>

@@ -16,7 +16,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startNatsServer } from '@tensorbus/nats-transport';
-import { startGateway } from '@tensorbus/actors';
+import { startGateway } from '@tensorbus/gateway';
 
 const NAMESPACE = 'gwdemo';
 const WORKERS = ['ps', 'trainer0', 'trainer1'];
