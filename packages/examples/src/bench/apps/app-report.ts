@@ -86,7 +86,7 @@ export function appSection(apps: AppReport | undefined): string[] {
     '## Applications (the examples run as a user runs them)',
     '',
     `Each example through \`tensorbus launch\` (one process per worker, its own nats-server), on this build and on the ${baseline} in turn, ` +
-      'the median of the runs (each run in brackets); PyTorch: its RPC RL example (`pytorch-rl/main.py` of the anchors, world size 5) as it is. ' +
+      'the median of the runs (each run in brackets); PyTorch: its RPC RL example (`bench-anchors/pytorch-rl/main.py`, world size 5), no warm-up for either side. ' +
       'Every rate is from the start of training, without warm-up, on both sides.',
     '',
     '| application | tensorbus | baseline | PyTorch RPC | ÷ baseline | ÷ PyTorch | targets |',

@@ -1,10 +1,10 @@
 /**
  * Runs the application cases (app-cases.ts) on this build and, given one, on
  * a baseline build, in turn (this, baseline, this, baseline, ...: a burst of
- * load from elsewhere hits both alike), and PyTorch's RPC RL example from the
- * anchors' `pytorch-rl/` folder as it is (its `main.py` with world size 5: one
- * agent, 4 observers), each from a fresh set of processes and timed from the
- * start of training: no warm-up for either side.
+ * load from elsewhere hits both alike), and PyTorch's RPC RL example from
+ * `bench-anchors/pytorch-rl/` (its `main.py` with world size 5: one agent, 4
+ * observers), each from a fresh set of processes and timed from the start of
+ * training: no warm-up for either side.
  * @module
  */
 import { spawn } from 'node:child_process';
@@ -73,9 +73,7 @@ async function runExample(c: AppCase, build: Build, quick: boolean): Promise<num
 
 /** PyTorch's RL example, 4 observers, for `seconds`: its last `STEPS` line's steps/s. */
 export async function runPytorchRl(seconds: number): Promise<number> {
-  const anchors = anchorsDir();
-  if (!anchors) throw new Error('the anchors folder was not found: set TENSORBUS_ANCHORS_DIR');
-  const dir = join(anchors, 'pytorch-rl');
+  const dir = join(anchorsDir(), 'pytorch-rl');
   const env = { ...process.env, PYTHONPATH: dir, RL_SECONDS: String(seconds) };
   const stdout = await run(PYTHON, [join(dir, 'main.py'), '--world-size', '5'], { cwd: dir, env, timeoutMs: (seconds + 300) * 1000 });
   const lines = [...stdout.matchAll(/^STEPS \d+ (\d+) [\d.]+s (\d+) steps\/s$/gm)];
