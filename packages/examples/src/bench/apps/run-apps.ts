@@ -118,7 +118,7 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
   }
   if (options.pytorch) {
     const seconds = options.quick ? PYTORCH_RL_SECONDS.quick : PYTORCH_RL_SECONDS.full;
-    process.stdout.write(`        PyTorch RPC RL example (pytorch-rl/main.py, world size 5), ${seconds} s ... `);
+    process.stdout.write(`        PyTorch RPC RL example (bench-anchors/pytorch-rl/main.py, world size 5), ${seconds} s ... `);
     try {
       const rate = await runPytorchRl(seconds);
       console.log(`${rate.toFixed(0)} steps/s`);
