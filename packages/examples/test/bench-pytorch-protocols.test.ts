@@ -30,7 +30,7 @@ test.serial('bench - the PyTorch column of the protocol cases is the anchor scri
   const { CASES } = await import('../src/bench/cases.js');
   const protocolCases = CASES.filter((c) => c.kind === 'rref' || c.kind === 'autograd');
   t.is(protocolCases.length, 2);
-  const results = await runPytorchProtocols(protocolCases);
+  const results = await runPytorchProtocols(protocolCases, false);
   t.deepEqual(
     results.map((r) => [r.caseId, r.system, r.perSecond, r.medianMs]),
     [
@@ -43,5 +43,5 @@ test.serial('bench - the PyTorch column of the protocol cases is the anchor scri
 test.serial('bench - a protocol figure the anchor script does not print fails the PyTorch run, not a silent gap', async (t) => {
   const { runPytorchProtocols } = await runnerWith('console.log(JSON.stringify({ system: "pytorch-rpc-tensorpipe", case: "rref", calls_per_s: 3000 }));');
   const { CASES } = await import('../src/bench/cases.js');
-  await t.throwsAsync(runPytorchProtocols(CASES.filter((c) => c.kind === 'rref' || c.kind === 'autograd')), { message: /printed 1 of the 2 figures/ });
+  await t.throwsAsync(runPytorchProtocols(CASES.filter((c) => c.kind === 'rref' || c.kind === 'autograd'), false), { message: /printed 1 of the 2 figures/ });
 });

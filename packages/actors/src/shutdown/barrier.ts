@@ -10,6 +10,10 @@
  * failed are not waited for. Past `timeoutMs` the worker leaves anyway and
  * rejects with RpcTimeoutError naming whom it waited for.
  *
+ * While a member has not asked to shut down, a worker asks again only every
+ * {@link WAITING_POLL_MS}: each member tells the others when it asks
+ * (SHUTDOWN_ASKED), and that ends the pause of a worker waiting for it.
+ *
  * Status answers are signed by the member that gives them, over the asker's
  * nonce: only the member itself can answer for it (anyone else who listens on
  * its control subject, or replays an old answer, is not heard).
@@ -48,6 +52,11 @@ export interface BarrierParticipant {
   liveMembers(): string[];
   /** True when `signature` is member `from`'s signature of `text`. */
   verify(from: string, text: string, signature: unknown): boolean;
+  /**
+   * Resolves after `ms`, or as soon as one of `waitingOn` has told this
+   * worker it asked to shut down (at once if one did since it was last asked).
+   */
+  pauseForAsk(ms: number, waitingOn: string[]): Promise<void>;
 }
 
 /** What signs a status answer. */
@@ -84,15 +93,18 @@ function openStatus(self: BarrierParticipant, name: string, nonce: string, reply
   return counts(status.sentTo) && counts(status.receivedFrom) ? status : undefined;
 }
 
+/** Pause between two rounds while every member has asked to shut down, ms (and the least pause of any). */
 const POLL_MS = 15;
 /**
- * Longest pause between two rounds while a member has not asked to shut down
- * yet, ms: the pause doubles from {@link POLL_MS} up to this. A worker that is
- * done early (an RL example's observers, waiting for the agent the whole run)
- * so asks each member about 10 times a second, not 60, and each answer is a
- * signature to make and check.
+ * Pause between two rounds while a member has not asked to shut down yet, ms,
+ * unless it tells that it asked (SHUTDOWN_ASKED) before. A worker that is done
+ * early (an RL example's observers, waiting for the agent the whole run) so
+ * asks each member about once a second: each answer is an Ed25519 signature
+ * to make and one to check (~0.1–0.4 ms each), and polling 10 times a second
+ * took a tenth of the RL example's CPU. A lost SHUTDOWN_ASKED costs at most
+ * this much delay.
  */
-const WAITING_POLL_MS = 100;
+export const WAITING_POLL_MS = 1_000;
 /** How long the first round waits for status answers, ms; doubled after a round that missed one, up to 2 s. */
 const FIRST_ANSWER_MS = 250;
 
@@ -104,7 +116,6 @@ export async function staticBarrier(self: BarrierParticipant, timeoutMs: number)
   // A peer that has just left may still get the request and never answer: ask again soon rather
   // than wait long; a peer that is only slow gets longer each round.
   let answerMs = FIRST_ANSWER_MS;
-  let pause = POLL_MS;
   while (Date.now() < deadline) {
     const snapshot = await poll(self, Math.max(1, Math.min(answerMs, deadline - Date.now())));
     answerMs = [...snapshot.values()].includes(undefined) ? Math.min(2_000, answerMs * 2) : FIRST_ANSWER_MS;
@@ -112,8 +123,10 @@ export async function staticBarrier(self: BarrierParticipant, timeoutMs: number)
     const key = waitingFor.length === 0 ? fingerprint(snapshot) : undefined;
     if (key !== undefined && key === previous) return;
     previous = key;
-    pause = [...snapshot.values()].some((status) => status !== undefined && !status.requested) ? Math.min(WAITING_POLL_MS, 2 * pause) : POLL_MS;
-    await new Promise((resolve) => setTimeout(resolve, pause));
+    // The least pause also bounds how often a member that keeps telling it asked can make this worker poll.
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    const waitingOn = [...snapshot].filter(([, status]) => status !== undefined && !status.requested).map(([name]) => name);
+    if (waitingOn.length > 0) await self.pauseForAsk(Math.max(0, Math.min(WAITING_POLL_MS - POLL_MS, deadline - Date.now())), waitingOn);
   }
   throw new RpcTimeoutError(
     `graceful shutdown of '${self.name}' timed out after ${timeoutMs} ms waiting for: ${waitingFor.join(', ') || 'in-flight calls to settle'}`,

@@ -8,15 +8,28 @@
 import { RpcTimeoutError } from '@tensorbus/core';
 import { PluginKey, type AgentHost, type PluginLifecycle, type ProtocolPlugin } from '../agent/host.js';
 import { signStatus, staticBarrier, type ShutdownStatus } from './barrier.js';
-import { SHUTDOWN_CONTROL_KINDS, SHUTDOWN_STATUS } from './shutdown-protocol.js';
+import { SHUTDOWN_ASKED, SHUTDOWN_CONTROL_KINDS, SHUTDOWN_STATUS } from './shutdown-protocol.js';
 import { writeErrorLine } from '../platform/process.js';
 
 /** One worker's side of graceful shutdown. */
 export class GracefulShutdown implements PluginLifecycle {
   private requested = false;
+  /**
+   * While this worker is in the static barrier: the members that told it they
+   * asked to shut down (SHUTDOWN_ASKED, MAC-shown senders that are members),
+   * not yet taken by a pause; undefined otherwise (a note then is dropped).
+   */
+  private askedToLeave: Set<string> | undefined;
+  /** Ends the barrier's current pause early when it waits for a member that told it asked. */
+  private wake: (() => void) | undefined;
 
   constructor(private readonly host: AgentHost) {
     host.onControl(SHUTDOWN_STATUS, (m) => signStatus({ name: host.name, sign: (text) => host.members.sign(text) }, m, this.status()));
+    host.onControl(SHUTDOWN_ASKED, (_m, sender) => {
+      if (!this.askedToLeave || !sender?.verified || host.members.get(sender.name) === undefined) return;
+      this.askedToLeave.add(sender.name);
+      this.wake?.();
+    });
   }
 
   /**
@@ -31,6 +44,8 @@ export class GracefulShutdown implements PluginLifecycle {
     let failure: unknown;
     try {
       if (host.options.worldSize !== undefined) {
+        this.askedToLeave = new Set();
+        this.tellAsked(waitedFor);
         await staticBarrier(
           {
             name: host.name,
@@ -38,6 +53,7 @@ export class GracefulShutdown implements PluginLifecycle {
             status: () => this.status(),
             liveMembers: () => host.members.list().map((w) => w.name),
             verify: (from, text, signature) => host.members.verifyFrom(from, text, signature),
+            pauseForAsk: (ms, waitingOn) => this.pauseForAsk(ms, waitingOn),
           },
           timeoutMs,
         );
@@ -46,6 +62,8 @@ export class GracefulShutdown implements PluginLifecycle {
       }
     } catch (error) {
       failure = error;
+    } finally {
+      this.askedToLeave = undefined;
     }
     const failed = waitedFor.filter((name) => host.members.departure(name) === 'failed');
     if (failed.length > 0) {
@@ -57,6 +75,40 @@ export class GracefulShutdown implements PluginLifecycle {
   /** A worker that stops without draining still tells the barriers of its peers that it asked to. */
   stopping(): void {
     this.requested = true;
+  }
+
+  /** Tells every other member this worker asked to shut down (a lost note only delays a waiting member's next round). */
+  private tellAsked(members: string[]): void {
+    for (const name of members) {
+      if (name === this.host.name) continue;
+      try {
+        this.host.sendControl(name, { k: SHUTDOWN_ASKED });
+      } catch {
+        // The member may be leaving; its status round finds out.
+      }
+    }
+  }
+
+  /**
+   * Waits `ms`, or until one of `waitingOn` has told it asked; the note is
+   * taken, so each buys one early round.
+   */
+  private pauseForAsk(ms: number, waitingOn: string[]): Promise<void> {
+    return new Promise((resolve) => {
+      const check = () => {
+        const asked = waitingOn.filter((name) => this.askedToLeave?.delete(name));
+        if (asked.length === 0) return;
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = check;
+      check();
+    });
   }
 
   private status(): ShutdownStatus {

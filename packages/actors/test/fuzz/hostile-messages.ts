@@ -74,7 +74,7 @@ const HOSTILE_STRINGS = [
 const HOSTILE_NUMBERS = [0, -1, 1, 2 ** 31, 2 ** 32 + 1, 2 ** 50, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 1e308, Number.NaN, Infinity, -Infinity, 0.5];
 
 /** Control and membership kinds every worker handles. */
-export const CONTROL_KINDS = ['hello', 'sync', 'hb', 'bye', 'here', 'query', 'ping', 'sdstatus', 'scredit', 'scancel', 'rref.fork', 'rref.child', 'rref.delete', 'nonsense'];
+export const CONTROL_KINDS = ['hello', 'sync', 'hb', 'bye', 'here', 'query', 'ping', 'sdstatus', 'sdasked', 'scredit', 'scancel', 'rref.fork', 'rref.child', 'rref.delete', 'nonsense'];
 
 /** Any value a hostile peer might put in a field. */
 export function hostileValue(random: Random, depth = 0): unknown {

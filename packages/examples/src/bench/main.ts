@@ -127,7 +127,7 @@ const progress = new Progress(mainCases.length + (peakCase ? runs(peakCase) : 0)
 //    interleaved (a burst of load from elsewhere hits them alike).
 for (const c of mainCases) results.push(...(await runCase(c, systems, options.quick, progress)));
 
-// 2. PyTorch RPC: its anchor scripts, as they are.
+// 2. PyTorch RPC: its anchor scripts (bench-anchors/), each case warmed up as tensorbus's.
 const torchLatencyCases = mainCases.filter((c) => c.kind === 'latency');
 const torchRate = mainCases.find((c) => c.kind === 'rate');
 const torchProtocolCases = mainCases.filter((c) => c.kind === 'rref' || c.kind === 'autograd');
@@ -136,20 +136,20 @@ if (torchHere) {
   try {
     if (torchLatencyCases.length > 0) {
       console.log(`PyTorch RPC: torch_rpc.py (${torchLatencyCases.map((c) => c.id).join(', ')}) ...`);
-      const torch = await runPytorchLatency(torchLatencyCases, false);
+      const torch = await runPytorchLatency(torchLatencyCases, false, options.quick);
       for (const r of torch.results) console.log(`        -> ${r.caseId}: median ${(r.medianMs! * 1000).toFixed(0)} µs`);
       results.push(...torch.results);
     }
     if (torchRate) {
       const runsOfScript = options.quick ? 1 : 3;
       console.log(`PyTorch RPC: torch_rpc_throughput.py 64 in flight, ${runsOfScript} run(s) ...`);
-      const rate = await runPytorchRate(torchRate.id, runsOfScript, options.quick ? 5_000 : 20_000);
+      const rate = await runPytorchRate(torchRate, runsOfScript, options.quick ? 5_000 : 20_000, options.quick);
       console.log(`        -> ${rate.perSecond!.toFixed(0)} calls/s`);
       results.push(rate);
     }
     if (torchProtocolCases.length > 0) {
       console.log(`PyTorch RPC: torch_rref_autograd.py (${torchProtocolCases.map((c) => c.id).join(', ')}) ...`);
-      for (const r of await runPytorchProtocols(torchProtocolCases)) {
+      for (const r of await runPytorchProtocols(torchProtocolCases, options.quick)) {
         console.log(`        -> ${r.caseId}: ${r.perSecond !== undefined ? `${r.perSecond.toFixed(0)}/s` : `median ${(r.medianMs! * 1000).toFixed(0)} µs`}`);
         results.push(r);
       }
@@ -185,7 +185,7 @@ for (const system of systems) {
 if (peakCase && torchHere) {
   console.log(`PyTorch RPC: torch_rpc.py ${peakCase.bytes} (peak memory of its workers) ...`);
   try {
-    const torch = await runPytorchLatency([peakCase], true);
+    const torch = await runPytorchLatency([peakCase], true, options.quick);
     results.push(...torch.results);
     peaks.push(...torch.peaks);
     for (const r of torch.results) console.log(`        -> median ${r.medianMs!.toFixed(0)} ms`);

@@ -11,7 +11,7 @@ import { formatDetail, formatRate, formatTime } from './report/format.js';
 import type { CaseResult, PeakRecord } from './results.js';
 import { median, summarize, type LatencySamples, type RateRounds } from './stats.js';
 import { runsCase, type NodeSystem } from './systems/node-systems.js';
-import { runAnchorScript, type AnchorLine } from './systems/pytorch.js';
+import { runAnchorScript, untimedCalls, type AnchorLine } from './systems/pytorch.js';
 import { SYSTEM_LABELS, type SystemId } from './systems/system-ids.js';
 
 /** Prints progress: which case, which block, which system, and each figure as it comes. */
@@ -124,23 +124,25 @@ function toResults(lines: AnchorLine[], cases: readonly BenchCase[]): CaseResult
 
 /**
  * Runs torch_rpc.py for the round-trip `cases` (its own repetitions: 2000 up
- * to 64 KB, 30 up to 8 MB, 5 beyond), with the peak memory of its workers
- * when `watchPeak`.
+ * to 64 KB, 30 up to 8 MB, 5 beyond; each case's warm-up as tensorbus's),
+ * with the peak memory of its workers when `watchPeak`.
  */
-export async function runPytorchLatency(cases: readonly BenchCase[], watchPeak: boolean): Promise<{ results: CaseResult[]; peaks: PeakRecord[] }> {
-  const sizes = cases.filter((c) => (c.bytes ?? 0) > 0).map((c) => String(c.bytes));
-  const { lines, peaks } = await runAnchorScript('torch_rpc.py', sizes, watchPeak);
+export async function runPytorchLatency(cases: readonly BenchCase[], watchPeak: boolean, quick: boolean): Promise<{ results: CaseResult[]; peaks: PeakRecord[] }> {
+  const noop = cases.find((c) => c.bytes === 0);
+  const sizes = cases.filter((c) => (c.bytes ?? 0) > 0).map((c) => `${c.bytes}:${untimedCalls(c, quick)}`);
+  const { lines, peaks } = await runAnchorScript('torch_rpc.py', [...(noop ? ['--noop-warmup', String(untimedCalls(noop, quick))] : []), ...sizes], watchPeak);
   return {
     results: toResults(lines, cases),
     peaks: peaks.map((p) => ({ system: 'pytorch', role: p.role, pid: p.pid, peakBytes: p.peakBytes, resetAtStart: false })),
   };
 }
 
-/** Runs torch_rpc_throughput.py `runs` times (window 64) and keeps the median run. */
-export async function runPytorchRate(caseId: string, runs: number, calls: number): Promise<CaseResult> {
+/** Runs torch_rpc_throughput.py `runs` times (window 64, case `c`'s warm-up as tensorbus's) and keeps the median run. */
+export async function runPytorchRate(c: BenchCase, runs: number, calls: number, quick: boolean): Promise<CaseResult> {
+  const caseId = c.id;
   const rounds: number[] = [];
   for (let i = 0; i < runs; i++) {
-    const { lines } = await runAnchorScript('torch_rpc_throughput.py', ['64', String(calls)]);
+    const { lines } = await runAnchorScript('torch_rpc_throughput.py', ['64', String(calls), String(untimedCalls(c, quick))]);
     const rate = lines.find((l) => l.calls_per_s !== undefined)?.calls_per_s;
     if (rate === undefined) throw new Error('torch_rpc_throughput.py printed no calls_per_s');
     rounds.push(rate);
@@ -152,10 +154,12 @@ export async function runPytorchRate(caseId: string, runs: number, calls: number
  * Runs torch_rref_autograd.py once for the protocol `cases`: `rref` (remote +
  * to_here + release per second, the median of its five rounds) and
  * `autograd` (the median step of a RemoteModule forward, a local loss,
- * backward across both workers, get_gradients and context exit).
+ * backward across both workers, get_gradients and context exit), each
+ * warmed up as tensorbus is.
  */
-export async function runPytorchProtocols(cases: readonly BenchCase[]): Promise<CaseResult[]> {
-  const { lines } = await runAnchorScript('torch_rref_autograd.py', []);
+export async function runPytorchProtocols(cases: readonly BenchCase[], quick: boolean): Promise<CaseResult[]> {
+  const warmups = cases.flatMap((c) => [`--${c.kind}-warmup`, String(untimedCalls(c, quick))]);
+  const { lines } = await runAnchorScript('torch_rref_autograd.py', warmups);
   const out: CaseResult[] = [];
   for (const c of cases) {
     const line = lines.find((l) => l.case === c.kind);

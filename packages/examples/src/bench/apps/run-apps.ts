@@ -1,10 +1,12 @@
 /**
  * Runs the application cases (app-cases.ts) on this build and, given one, on
  * a baseline build, in turn (this, baseline, this, baseline, ...: a burst of
- * load from elsewhere hits both alike), and PyTorch's RPC RL example from the
- * anchors' `pytorch-rl/` folder as it is (its `main.py` with world size 5: one
- * agent, 4 observers), each from a fresh set of processes and timed from the
- * start of training: no warm-up for either side.
+ * load from elsewhere hits both alike), and PyTorch's RPC RL example from
+ * `bench-anchors/pytorch-rl/` (its `main.py` with world size 5: one agent, 4
+ * observers), each from a fresh set of processes and timed from the start of
+ * training: no warm-up for either side. This build also runs with busy
+ * polling off (`TENSORBUS_BUSY_POLL_US=0`), in the same rotation: polling
+ * must never cost an application (issue 38), and the column shows whether it does.
  * @module
  */
 import { spawn } from 'node:child_process';
@@ -20,13 +22,15 @@ export interface Build {
   /** `this build` or the baseline's revision. */
   label: string;
   root: string;
+  /** Set in the environment of the run, over the caller's. */
+  env?: Record<string, string>;
 }
 
 /** The rate of one application case on one build (or PyTorch). */
 export interface AppResult {
   caseId: AppCase['id'];
-  /** `tensorbus`, `baseline` or `pytorch`. */
-  system: 'tensorbus' | 'baseline' | 'pytorch';
+  /** `tensorbus`, `nopoll` (this build, busy polling off), `baseline` or `pytorch`. */
+  system: 'tensorbus' | 'nopoll' | 'baseline' | 'pytorch';
   /** Median over the runs, per second. */
   perSecond?: number;
   runs?: number[];
@@ -62,7 +66,7 @@ async function runExample(c: AppCase, build: Build, quick: boolean): Promise<num
     const launcher = join(build.root, 'packages/actors/dist/src/cli/main.js');
     const args = [launcher, 'launch', '-n', String(c.names.length), '--names', c.names.join(','), join(build.root, c.script), ...c.args(quick, out)];
     // The launcher starts its own nats-server; a NATS_URL of the caller's must not send both builds to one bus.
-    const env: NodeJS.ProcessEnv = { ...process.env };
+    const env: NodeJS.ProcessEnv = { ...process.env, ...build.env };
     delete env.NATS_URL;
     const stdout = await run(process.execPath, args, { cwd: build.root, env, timeoutMs: 15 * 60_000 });
     return c.rate(stdout, out);
@@ -73,9 +77,7 @@ async function runExample(c: AppCase, build: Build, quick: boolean): Promise<num
 
 /** PyTorch's RL example, 4 observers, for `seconds`: its last `STEPS` line's steps/s. */
 export async function runPytorchRl(seconds: number): Promise<number> {
-  const anchors = anchorsDir();
-  if (!anchors) throw new Error('the anchors folder was not found: set TENSORBUS_ANCHORS_DIR');
-  const dir = join(anchors, 'pytorch-rl');
+  const dir = join(anchorsDir(), 'pytorch-rl');
   const env = { ...process.env, PYTHONPATH: dir, RL_SECONDS: String(seconds) };
   const stdout = await run(PYTHON, [join(dir, 'main.py'), '--world-size', '5'], { cwd: dir, env, timeoutMs: (seconds + 300) * 1000 });
   const lines = [...stdout.matchAll(/^STEPS \d+ (\d+) [\d.]+s (\d+) steps\/s$/gm)];
@@ -91,7 +93,8 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
   const results: AppResult[] = [];
   const runsEach = options.quick ? 1 : 3;
   for (const c of APP_CASES) {
-    const builds: Array<[AppResult['system'], Build]> = [['tensorbus', current], ...(baseline ? [['baseline', baseline] as [AppResult['system'], Build]] : [])];
+    const noPolling: Build = { ...current, label: `${current.label}, TENSORBUS_BUSY_POLL_US=0`, env: { ...current.env, TENSORBUS_BUSY_POLL_US: '0' } };
+    const builds: Array<[AppResult['system'], Build]> = [['tensorbus', current], ['nopoll', noPolling], ...(baseline ? [['baseline', baseline] as [AppResult['system'], Build]] : [])];
     const rates = new Map<AppResult['system'], number[]>(builds.map(([s]) => [s, []]));
     const failed = new Map<AppResult['system'], string>();
     for (let r = 0; r < runsEach; r++) {
@@ -115,7 +118,7 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
   }
   if (options.pytorch) {
     const seconds = options.quick ? PYTORCH_RL_SECONDS.quick : PYTORCH_RL_SECONDS.full;
-    process.stdout.write(`        PyTorch RPC RL example (pytorch-rl/main.py, world size 5), ${seconds} s ... `);
+    process.stdout.write(`        PyTorch RPC RL example (bench-anchors/pytorch-rl/main.py, world size 5), ${seconds} s ... `);
     try {
       const rate = await runPytorchRl(seconds);
       console.log(`${rate.toFixed(0)} steps/s`);

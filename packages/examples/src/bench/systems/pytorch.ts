@@ -1,20 +1,22 @@
 /**
- * The PyTorch RPC peer: runs the reference scripts of `../shared/anchors`
+ * The PyTorch RPC peer: runs the anchor scripts of `packages/examples/bench-anchors`
  * (torch_rpc.py: rpc_sync no-op and identity round trips; torch_rpc_throughput.py:
- * rpc_async calls per second, 64 in flight) with the system's python, in the
- * same run as tensorbus, and reads the JSON lines they print. Their code is
- * not copied here: the scripts are run as they are.
+ * rpc_async calls per second, 64 in flight; torch_rref_autograd.py: RRef
+ * cycles and a dist autograd step) with the system's python, in the same run
+ * as tensorbus, and reads the JSON lines they print. The scripts are copies of
+ * the reference anchors, changed only so that each case's warm-up is given on
+ * the command line: the bench gives PyTorch the untimed calls it gives
+ * tensorbus ({@link untimedCalls}; see bench-anchors/README.md).
  *
- * The folder is `TENSORBUS_ANCHORS_DIR` when set, else the first
- * `shared/anchors` beside the repository or above it (`<repo>/../shared/anchors`);
- * python is `TENSORBUS_PYTHON` or /usr/bin/python3.
+ * Python is `TENSORBUS_PYTHON` or /usr/bin/python3; `TENSORBUS_ANCHORS_DIR`
+ * runs the scripts of another folder instead.
  * @module
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { commandLine, descendants, statusBytes } from '../process/memory.js';
+import { casePlan, type BenchCase } from '../cases.js';
 
 /** What the bench prints when torch cannot be imported. */
 export const PYTORCH_MISSING = 'PyTorch RPC column missing: install with `apt-get install -y python3-torch`';
@@ -39,19 +41,27 @@ export interface ProcessPeak {
   peakBytes: number;
 }
 
-/** The anchors folder, or undefined when none is found. */
-export function anchorsDir(): string | undefined {
-  if (process.env.TENSORBUS_ANCHORS_DIR) return resolve(process.env.TENSORBUS_ANCHORS_DIR);
-  // dist/src/bench/systems -> the repository root is six levels up.
-  let dir = resolve(dirname(fileURLToPath(import.meta.url)), '../../../../../..');
-  for (let up = 0; up < 4; up++) {
-    const parent = dirname(dir);
-    const candidate = join(parent, 'shared', 'anchors');
-    if (existsSync(join(candidate, 'torch_rpc.py'))) return candidate;
-    if (parent === dir) break;
-    dir = parent;
+/** The anchor scripts' folder, beside the package's sources (this file is dist/src/bench/systems/). */
+export const ANCHORS_DIR = fileURLToPath(new URL('../../../../bench-anchors/', import.meta.url));
+
+/** The folder the scripts are run from: {@link ANCHORS_DIR}, or `TENSORBUS_ANCHORS_DIR` (tests put stand-ins there). */
+export function anchorsDir(): string {
+  return process.env.TENSORBUS_ANCHORS_DIR ? resolve(process.env.TENSORBUS_ANCHORS_DIR) : ANCHORS_DIR;
+}
+
+/**
+ * The untimed calls (cycles, steps) the bench gives tensorbus in case `c`:
+ * the first block's warm-up and the untimed calls before each later block,
+ * all of which the PyTorch script for that case is given as its warm-up.
+ */
+export function untimedCalls(c: BenchCase, quick: boolean): number {
+  const plan = casePlan(c, quick);
+  let untimed = 0;
+  for (let b = 0; b < plan.blocks; b++) {
+    const p = plan.params(b).plan as { warmup?: number; warmupCalls?: number };
+    untimed += p.warmup ?? p.warmupCalls ?? 0;
   }
-  return undefined;
+  return untimed;
 }
 
 /** torch's version when python can import it, else why not. */
@@ -69,7 +79,6 @@ export function torchAvailability(): { version?: string; python?: string; reason
  */
 export function runAnchorScript(script: string, args: string[], watchPeak = false): Promise<{ lines: AnchorLine[]; peaks: ProcessPeak[] }> {
   const dir = anchorsDir();
-  if (!dir) return Promise.reject(new Error('../shared/anchors not found: set TENSORBUS_ANCHORS_DIR'));
   const child = spawn(PYTHON, [join(dir, script), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: AnchorLine[] = [];
   const peaks = new Map<number, number>();

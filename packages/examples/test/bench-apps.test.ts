@@ -1,0 +1,58 @@
+/**
+ * The bench's application cases run this build a second time with busy
+ * polling off, in the same rotation, and the application table shows both
+ * and their ratio (issue 38: polling must never cost an application). A
+ * stand-in build (a launcher that writes what the examples write, its rate
+ * read from the polling window it was given) checks the wiring without
+ * running the examples.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { runApps } from '../src/bench/apps/run-apps.js';
+import { appSection } from '../src/bench/apps/app-report.js';
+
+/** A build root whose launcher answers each example with rate 10, or 7 when busy polling is off. */
+function standInBuild(): string {
+  const root = mkdtempSync(join(tmpdir(), 'apps-build-'));
+  mkdirSync(join(root, 'packages/actors/dist/src/cli'), { recursive: true });
+  writeFileSync(
+    join(root, 'packages/actors/dist/src/cli/main.js'),
+    `
+    const fs = require('node:fs');
+    const path = require('node:path');
+    const rate = process.env.TENSORBUS_BUSY_POLL_US === '0' ? 7 : 10;
+    const args = process.argv.slice(2);
+    const out = args[args.indexOf('--out') + 1];
+    const script = args.find((a) => a.endsWith('main.js'));
+    if (script.includes('/rl/')) fs.writeFileSync(path.join(out, 'rl.json'), JSON.stringify({ observers: 1, seconds: 1, curve: [{ meanReward: rate }] }));
+    if (script.includes('/parameter-server/')) console.log('10 epochs of ' + rate + ' batched updates\\nafter 10 epochs in 10 s');
+    if (script.includes('/pipeline/')) console.log('micro-batches 4 (of 8 samples): throughput ' + rate + ' samples/s');
+    `,
+  );
+  writeFileSync(join(root, 'packages/actors/dist/src/cli/package.json'), '{ "type": "commonjs" }');
+  return root;
+}
+
+test('bench - every application case also runs this build with busy polling off, and the table gives both and their ratio', async (t) => {
+  const root = standInBuild();
+  const log = console.log;
+  const write = process.stdout.write.bind(process.stdout);
+  console.log = () => undefined;
+  process.stdout.write = (() => true) as typeof process.stdout.write;
+  let results;
+  try {
+    results = await runApps({ label: 'this build', root }, undefined, { quick: true, pytorch: false });
+  } finally {
+    console.log = log;
+    process.stdout.write = write;
+  }
+  for (const id of ['rl', 'parameter-server', 'pipeline']) {
+    t.is(results.find((r) => r.caseId === id && r.system === 'tensorbus')?.perSecond, 10, `${id} with polling`);
+    t.is(results.find((r) => r.caseId === id && r.system === 'nopoll')?.perSecond, 7, `${id} with TENSORBUS_BUSY_POLL_US=0`);
+  }
+  const table = appSection({ results }).join('\n');
+  t.regex(table, /\| tensorbus \| tensorbus, no polling \| baseline \|/);
+  t.regex(table, /\| RL example, 4 observers \(environment steps\/s\) \| 10\.0\/s \| 7\.0\/s \| — \| — \| 1\.4x \|/);
+});
