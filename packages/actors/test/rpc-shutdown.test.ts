@@ -60,3 +60,17 @@ for (const kind of transportKinds()) {
     await b.shutdown();
   });
 }
+
+test('local - shutdown - a transport whose flush and close never complete does not hold shutdown for good', async (tt) => {
+  const group = newGroup(transportKinds().find((k) => k.name === 'local')!);
+  const transport = await group.transport();
+  const agent = await initRpc({ name: 'stuck', transport });
+  // As a NATS connection stuck reconnecting: neither settles.
+  transport.flush = () => new Promise<void>(() => undefined);
+  transport.close = () => new Promise<void>(() => undefined);
+  const started = Date.now();
+  await agent.shutdown();
+  const took = Date.now() - started;
+  tt.true(took >= 2_000 && took < 10_000, `shutdown returned after ${took} ms`);
+  await tt.throwsAsync(async () => agent.rpcSync('stuck', sleep, [1]), { instanceOf: ShutdownError });
+});

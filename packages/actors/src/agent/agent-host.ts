@@ -6,6 +6,7 @@
  */
 import type { Observable } from 'rxjs';
 import { InvalidArgumentError, ShutdownError, WorkerUnavailableError, type Transport } from '@tensorbus/core';
+import { waitAtMost } from '@tensorbus/core/internal';
 import { lookupCallable } from '../registry/functions.js';
 import { CallAuth } from './call-auth.js';
 import { CallClient } from './call-client.js';
@@ -33,6 +34,9 @@ import type { Identity } from './identity.js';
 import type { ResolvedOptions } from './options.js';
 import { waitedByOnward } from './reentrancy.js';
 import { exclusiveServing } from '../platform/async-scope.js';
+
+/** How long stop() waits for the transport's flush, and then for its close, before going on without them. */
+const STOP_NETWORK_MS = 3_000;
 
 /** What the membership plugin gives the host besides the view every plugin sees: the keys calls are sealed with. */
 export interface MembershipFace extends MembersView, PluginLifecycle {
@@ -246,14 +250,12 @@ export class WorkerHost implements AgentHost {
     const error = new ShutdownError(`RPC agent '${this.name}' shut down`);
     this.calls.failEverything(error);
     for (const plugin of [...this.installed.values()].reverse()) plugin.stopping?.(error);
-    try {
-      await this.transport.flush();
-    } catch {
-      // Closing anyway.
-    }
+    // Leaving never waits on the network for good: a flush or close that has not completed in STOP_NETWORK_MS
+    // (a connection stuck reconnecting) is given up; peers then learn of the departure by failure detection.
+    await waitAtMost(this.transport.flush(), STOP_NETWORK_MS);
     this.server.close();
     this.control.close();
-    await this.transport.close();
+    await waitAtMost(this.transport.close(), STOP_NETWORK_MS);
     for (const plugin of [...this.installed.values()].reverse()) plugin.stopped?.();
     this.state = 'stopped';
   }
