@@ -28,7 +28,8 @@ import {
   type NatsTransport,
 } from '../src/internal.js';
 import { sharedNatsServer } from '../src/testing/index.js';
-import { PeerConnection, ReplySizeError } from '../src/direct/peer-connection.js';
+import { PeerConnection } from '../src/direct/peer-connection.js';
+import { ReplySizeError } from '../src/direct/peer-replies.js';
 
 /** The data port of a transport. */
 function portOf(transport: NatsTransport): number {

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
-import { ConnectionPool, ReplySizeError } from '../src/direct/peer-connection.js';
+import { ConnectionPool } from '../src/direct/connection-pool.js';
+import { ReplySizeError } from '../src/direct/peer-replies.js';
 import { REPLY_HEADER_BYTES, REPLY_OK, replyHeader } from '../src/direct/direct-protocol.js';
 
 function body(size: number, seed: number): Buffer {

@@ -11,7 +11,8 @@ import { sharedNatsServer } from '../src/testing/index.js';
 import { replyHeader, REPLY_OK } from '../src/direct/direct-protocol.js';
 import { FrameWriter } from '../src/direct/frame-writer.js';
 import { WRITE_FROM_HEAP } from '../src/direct/heap-writes.js';
-import { ConnectionLostError, PeerConnection } from '../src/direct/peer-connection.js';
+import { PeerConnection } from '../src/direct/peer-connection.js';
+import { ConnectionLostError } from '../src/direct/peer-replies.js';
 
 /** Deferred bytes of `length` whose byte i is (i * 31 + seed) & 0xff, counting its holds. */
 function fakeDeferred(length: number, seed: number): DeferredBytes & { holds: number } {

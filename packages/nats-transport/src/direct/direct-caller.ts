@@ -25,7 +25,9 @@ import {
   type DirectOffer,
 } from './direct-protocol.js';
 import type { Offered } from './direct-server.js';
-import { ConnectionLostError, ConnectionPool, type PeerConnection, type ReplySinkFactory } from './peer-connection.js';
+import { ConnectionPool } from './connection-pool.js';
+import type { PeerConnection } from './peer-connection.js';
+import { ConnectionLostError, type ReplySinkFactory } from './peer-replies.js';
 
 /** The request was not delivered (no such route, or no connection): send it another way. */
 export class RouteUnavailableError extends TransportError {

@@ -5,7 +5,8 @@
  */
 import { TransportError, type Frame } from '@tensorbus/core';
 import { getFrame, reachableFromHere, REPLY_OK, type DirectOffer } from './direct-protocol.js';
-import { ConnectionPool, type ReplySinkFactory } from './peer-connection.js';
+import { ConnectionPool } from './connection-pool.js';
+import type { ReplySinkFactory } from './peer-replies.js';
 
 /** How long an endpoint that failed is not tried again, ms. */
 const FAILED_ENDPOINT_PAUSE_MS = 30_000;

@@ -30,11 +30,10 @@ import {
   type DirectOffer,
   type DirectOptions,
 } from './direct-protocol.js';
-import { DueFrames } from './due-frames.js';
-import { FrameWriter } from './frame-writer.js';
 import { LaneGroups, writeStriped } from './lane-groups.js';
 import { RequestParser, type DirectRequest } from './request-parser.js';
 import { busyPoll } from './busy-poll.js';
+import { ServedConnection, ServedConnections } from './served-connections.js';
 
 /** Fetches an offered payload (the transport's DirectClient), resolving with the caller's frame (empty when `sink` gave one that took the bytes). */
 export type Fetcher = (offer: DirectOffer, size: number, sink?: RequestSinkFactory) => Promise<Frame>;
@@ -49,21 +48,6 @@ export type RouteHandler = (data: Frame, respond: (answer: Payload) => boolean, 
 export type RequestSinkFactory = (byteLength: number) => FrameSink | undefined;
 
 const EMPTY = new Uint8Array(0);
-
-/** What the port keeps of one connection to decide when to close it. */
-interface ConnState {
-  parser: RequestParser;
-  /** It has sent a whole request. */
-  spoke: boolean;
-  /** Bytes arrived since the last sweep. */
-  active: boolean;
-  /** When it was last seen active or busy, ms. */
-  since: number;
-  /** Requests under way (handlers not yet answered, payloads being pulled, requests still mapped). */
-  busy: number;
-  /** Give-backs not written yet: they go in front of the next reply, or at the end of this turn of the event loop. */
-  releases: DueFrames;
-}
 
 /** A subject served over direct routes, until removed. */
 export interface Route {
@@ -97,32 +81,20 @@ export class DirectServer {
   readonly lanes = new LaneGroups();
   private readonly offers = new Map<string, { data: HeldPayload; onServed: (() => void) | undefined }>();
   private readonly routes = new Map<string, { subject: string; handler: RouteHandler; sinkFor: RequestSinkFactory | undefined }>();
-  /** Each connection's replies lent in shared memory (a share each), by segment id, until given back. */
-  private readonly sockets = new Map<Socket, Map<string, Frame>>();
-  /** Each connection's reply writer. */
-  private readonly writers = new WeakMap<Socket, FrameWriter>();
-  /**
-   * The process shown to hold the other end of each connection that sent a
-   * segment reference, or null when the first pid it named could not be
-   * shown to (that connection's references are all refused: a hostile peer
-   * cannot make this process search /proc again and again).
-   */
-  private readonly peers = new WeakMap<Socket, PeerProcess | null>();
-  private readonly conns = new Map<Socket, ConnState>();
-  private readonly maxConnections: number;
-  private readonly idleTimeoutMs: number;
-  private readonly firstRequestTimeoutMs: number;
+  /** The connections served, one record each. */
+  private readonly connections: ServedConnections;
   private readonly maxRequestBytes: number;
-  private sweeper: NodeJS.Timeout | undefined;
   private port = 0;
   private fetcher: Fetcher | undefined;
   private segments: SharedSegments | undefined;
 
   private constructor(private readonly server: Server, private readonly advertise: string, options: DirectOptions) {
     this.minBytes = options.minBytes ?? DEFAULT_DIRECT_MIN_BYTES;
-    this.maxConnections = Math.max(1, options.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
-    this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
-    this.firstRequestTimeoutMs = options.firstRequestTimeoutMs ?? DEFAULT_FIRST_REQUEST_TIMEOUT_MS;
+    this.connections = new ServedConnections({
+      maxConnections: Math.max(1, options.maxConnections ?? DEFAULT_MAX_CONNECTIONS),
+      idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+      firstRequestTimeoutMs: options.firstRequestTimeoutMs ?? DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
+    });
     this.maxRequestBytes = options.maxRequestBytes ?? 2 ** 31 - 1;
     server.on('connection', (socket) => this.serve(socket));
     // A data port must not keep its process alive.
@@ -185,9 +157,7 @@ export class DirectServer {
   close(): void {
     this.offers.clear();
     this.routes.clear();
-    for (const socket of this.sockets.keys()) socket.destroy();
-    clearInterval(this.sweeper);
-    this.sweeper = undefined;
+    this.connections.closeAll();
     this.server.close();
   }
 
@@ -197,119 +167,72 @@ export class DirectServer {
     return { key: token.toString('hex'), header: formatOffer({ hostId: hostId(), host: this.advertise, port: this.port, token }) };
   }
 
+  /** Takes a new connection, when there is room for it, and reads its requests. */
   private serve(socket: Socket): void {
     socket.on('error', () => undefined);
-    if (this.conns.size >= this.maxConnections && !this.evictSilent()) {
+    if (!this.connections.admit()) {
       // Full of connections that all speak: this one waits for a free place (the requester retries later).
       socket.destroy();
       return;
     }
-    const lent = new Map<string, Frame>();
-    this.sockets.set(socket, lent);
-    this.writers.set(socket, new FrameWriter(socket));
     socket.unref();
     socket.setNoDelay(true);
-    const parser = new RequestParser(
+    const conn = new ServedConnection(socket, (served) => new RequestParser(
       (request) => {
-        conn.spoke = true;
-        this.dispatch(socket, request);
+        served.spoke = true;
+        this.dispatch(served, request);
       },
       // Checked before a call's body is buffered: no memory for a call without a route.
       (token, subject) => this.routes.get(token)?.subject === subject,
       this.maxRequestBytes,
-    );
-    // A give-back no reply took goes alone (the writer lets go of it if the socket closed meanwhile).
-    const releases = new DueFrames((bytes) => this.writers.get(socket)?.write(bytes, EMPTY));
-    const conn: ConnState = { parser, spoke: false, active: true, since: Date.now(), busy: 0, releases };
-    this.conns.set(socket, conn);
-    this.sweepSoon();
+    ));
+    this.connections.add(conn);
     socket.on('data', (chunk: Buffer) => {
       busyPoll.received();
       conn.active = true;
       try {
-        parser.feed(chunk);
+        conn.parser.feed(chunk);
       } catch {
         // Not our protocol, too large, or a failure while handling it: drop the connection, keep the process.
         socket.destroy();
       }
     });
     socket.on('close', () => {
-      parser.close();
       this.lanes.leave(socket);
-      this.conns.delete(socket);
-      this.sockets.delete(socket);
       // The requester is gone: nothing it was lent can still be read through this connection.
-      for (const answer of lent.values()) answer.release();
-      lent.clear();
-      const peer = this.peers.get(socket);
-      if (peer) this.segments?.forgetProcess(peer.pid);
+      this.connections.remove(conn);
+      if (conn.peer) this.segments?.forgetProcess(conn.peer.pid);
     });
   }
 
-  /** Closes the oldest connection that has not sent a whole request yet; false when every one has. */
-  private evictSilent(): boolean {
-    for (const [socket, conn] of this.conns) {
-      if (conn.spoke) continue;
-      socket.destroy();
-      this.conns.delete(socket);
-      return true;
-    }
-    return false;
-  }
-
-  /** Runs the sweep of idle and silent connections while there are connections. */
-  private sweepSoon(): void {
-    if (this.sweeper) return;
-    const period = Math.max(10, Math.min(1_000, this.firstRequestTimeoutMs / 4, this.idleTimeoutMs / 4));
-    this.sweeper = setInterval(() => this.sweep(), period);
-    this.sweeper.unref();
-  }
-
-  /** Closes connections that never sent a whole request in time, and those idle too long with nothing under way. */
-  private sweep(): void {
-    const now = Date.now();
-    for (const [socket, conn] of this.conns) {
-      if (conn.active || conn.busy > 0 || conn.parser.midBody || socket.writableLength > 0 || (this.sockets.get(socket)?.size ?? 0) > 0) {
-        conn.active = false;
-        conn.since = now;
-        continue;
-      }
-      if (now - conn.since >= (conn.spoke ? this.idleTimeoutMs : this.firstRequestTimeoutMs)) socket.destroy();
-    }
-    if (this.conns.size === 0) {
-      clearInterval(this.sweeper);
-      this.sweeper = undefined;
-    }
-  }
-
-  private dispatch(socket: Socket, request: DirectRequest): void {
+  /** Answers one request of `conn`. */
+  private dispatch(conn: ServedConnection, request: DirectRequest): void {
     if (request.op === 'release') {
-      const lent = this.sockets.get(socket);
-      const answer = lent?.get(request.ref.id);
+      const answer = conn.lent.get(request.ref.id);
       if (answer) {
-        lent!.delete(request.ref.id);
+        conn.lent.delete(request.ref.id);
         answer.release();
       }
       return;
     }
     if (request.op === 'lane') {
       // A connection that joins two groups, or a full one, is not following the protocol.
-      if (request.index >= MAX_LANES || !this.lanes.join(socket, request.group)) socket.destroy();
+      if (request.index >= MAX_LANES || !this.lanes.join(conn.socket, request.group)) conn.socket.destroy();
       return;
     }
     if (request.op === 'refused') {
-      this.reply(socket, request.id, REPLY_NO_ROUTE, EMPTY);
+      this.reply(conn, request.id, REPLY_NO_ROUTE, EMPTY);
       return;
     }
     if (request.op === 'get') {
       const offered = this.offers.get(request.token);
       if (!offered) {
-        this.reply(socket, request.id, REPLY_NO_ROUTE, EMPTY);
+        this.reply(conn, request.id, REPLY_NO_ROUTE, EMPTY);
         return;
       }
       this.served++;
       // Written from the offerer's memory as it is: no copy.
-      this.reply(socket, request.id, REPLY_OK, offered.data, offered.onServed);
+      this.reply(conn, request.id, REPLY_OK, offered.data, offered.onServed);
       return;
     }
     const route = this.routes.get(request.token);
@@ -318,27 +241,26 @@ export class DirectServer {
       || (request.op === 'pulled' && (!offer || !this.fetcher || request.size > this.maxRequestBytes));
     if (refused) {
       if (request.op === 'call') request.data.release();
-      this.reply(socket, request.id, REPLY_NO_ROUTE, EMPTY);
+      this.reply(conn, request.id, REPLY_NO_ROUTE, EMPTY);
       return;
     }
-    if (request.op === 'call') return this.handle(socket, { id: request.id, handler: route.handler, data: request.data });
-    if (request.op === 'shm') return this.handleShared(socket, request.id, route, request.ref, request.filling);
+    if (request.op === 'call') return this.handle(conn, { id: request.id, handler: route.handler, data: request.data });
+    if (request.op === 'shm') return this.handleShared(conn, request.id, route, request.ref, request.filling);
     // Not delivered until the payload is here: a failed pull lets the requester take the bus.
-    const conn = this.conns.get(socket);
-    if (conn) conn.busy++;
+    conn.busy++;
     // A request the handler can take as it arrives goes straight into its sink (tensor memory).
     let sink: FrameSink | undefined;
     const sinkFor = route.sinkFor && ((byteLength: number) => (sink = route.sinkFor!(byteLength)));
     this.fetcher!(offer!, request.size, sinkFor).then(
       (data) => {
-        if (conn) conn.busy--;
-        this.handle(socket, { id: request.id, handler: route.handler, data, sink });
+        conn.busy--;
+        this.handle(conn, { id: request.id, handler: route.handler, data, sink });
       },
       () => {
-        if (conn) conn.busy--;
-        this.reply(socket, request.id, REPLY_NO_ROUTE, EMPTY);
+        conn.busy--;
+        this.reply(conn, request.id, REPLY_NO_ROUTE, EMPTY);
       },
-    ).catch(() => socket.destroy());
+    ).catch(() => conn.socket.destroy());
   }
 
   /**
@@ -350,17 +272,16 @@ export class DirectServer {
    * sink when it gives one (tensor memory), and refused (the requester sends
    * it another way) when it stops filling.
    */
-  private handleShared(socket: Socket, id: number, route: { handler: RouteHandler; sinkFor: RequestSinkFactory | undefined }, ref: SegmentRef, filling: boolean): void {
-    const conn = this.conns.get(socket);
+  private handleShared(conn: ServedConnection, id: number, route: { handler: RouteHandler; sinkFor: RequestSinkFactory | undefined }, ref: SegmentRef, filling: boolean): void {
     // Under way until the segment is given back.
-    if (conn) conn.busy++;
+    conn.busy++;
     let mapped = false;
-    const giveBack = () => this.giveBack(socket, ref);
+    const giveBack = () => this.giveBack(conn, ref);
     let data: Frame | undefined;
     let sink: FrameSink | undefined;
     try {
       if (!this.segments) throw new Error('no shared memory here');
-      const peer = this.peerOf(socket, ref.pid);
+      const peer = this.peerOf(conn, ref.pid);
       if (!peer) throw new Error(`process ${ref.pid} is not the peer of this connection`);
       if (!filling) data = this.segments.receive(ref, giveBack, peer);
       else {
@@ -371,45 +292,43 @@ export class DirectServer {
       }
     } catch (error) {
       // Mapped, it was given back (which ends its count); else nothing was.
-      if (!mapped && conn && conn.busy > 0) conn.busy--;
-      this.reply(socket, id, error instanceof FillingStalledError ? REPLY_FILL_STALLED : REPLY_NO_SHM, EMPTY);
+      if (!mapped && conn.busy > 0) conn.busy--;
+      this.reply(conn, id, error instanceof FillingStalledError ? REPLY_FILL_STALLED : REPLY_NO_SHM, EMPTY);
       return;
     }
-    this.handle(socket, { id, handler: route.handler, data: data ?? Frame.of(EMPTY), sink, shared: true, filling });
+    this.handle(conn, { id, handler: route.handler, data: data ?? Frame.of(EMPTY), sink, shared: true, filling });
   }
 
-  /** The process behind `socket`, proven once per connection from the first pid it names (see socket-peer.ts). */
-  private peerOf(socket: Socket, pid: number): PeerProcess | undefined {
-    let peer = this.peers.get(socket);
-    if (peer === undefined) this.peers.set(socket, (peer = provePeer(socket, pid) ?? null));
-    return peer?.pid === pid ? peer : undefined;
+  /** The process behind `conn`'s socket, proven once per connection from the first pid it names (see socket-peer.ts). */
+  private peerOf(conn: ServedConnection, pid: number): PeerProcess | undefined {
+    if (conn.peer === undefined) conn.peer = provePeer(conn.socket, pid) ?? null;
+    return conn.peer?.pid === pid ? conn.peer : undefined;
   }
 
   /**
-   * Runs `call.handler` on a request that arrived on `socket`. `shared`: it
+   * Runs `call.handler` on a request that arrived on `conn`. `shared`: it
    * came in the requester's shared memory, and the reply may go in this
    * process's; `filling`: it came filling, and a large deferred reply may
    * go the same way.
    */
-  private handle(socket: Socket, { id, handler, data, shared = false, filling = false, sink }: { id: number; handler: RouteHandler; data: Frame; shared?: boolean; filling?: boolean; sink?: FrameSink }): void {
+  private handle(conn: ServedConnection, { id, handler, data, shared = false, filling = false, sink }: { id: number; handler: RouteHandler; data: Frame; shared?: boolean; filling?: boolean; sink?: FrameSink }): void {
     this.calls++;
-    const conn = this.conns.get(socket);
     // Under way until answered.
-    if (conn) conn.busy++;
+    conn.busy++;
     let answered = false;
     handler(data, (answer) => {
-      if (answered || socket.destroyed) return false;
+      if (answered || conn.socket.destroyed) return false;
       answered = true;
-      if (conn) conn.busy--;
-      if (filling && this.answerFilling(socket, id, answer)) return true;
+      conn.busy--;
+      if (filling && this.answerFilling(conn, id, answer)) return true;
       const placed = shared && this.segments ? this.segments.place(answer) : undefined;
       if (placed?.ref) {
-        this.lendReply(socket, id, REPLY_SHM, placed.ref, placed.data as Frame);
+        this.lendReply(conn, id, REPLY_SHM, placed.ref, placed.data as Frame);
         return true;
       }
       // The writer takes its own share now, while the answer is held; ours (from place) goes after.
       try {
-        return this.reply(socket, id, REPLY_OK, placed?.data ?? answer);
+        return this.reply(conn, id, REPLY_OK, placed?.data ?? answer);
       } finally {
         if (placed?.data instanceof Frame) placed.data.release();
       }
@@ -421,11 +340,11 @@ export class DirectServer {
    * a large deferred frame and a segment takes it: lent to the requester
    * until given back, announced, then copied in. False when it cannot go so.
    */
-  private answerFilling(socket: Socket, id: number, answer: Payload): boolean {
+  private answerFilling(conn: ServedConnection, id: number, answer: Payload): boolean {
     if (!this.segments || answer instanceof Uint8Array || answer instanceof Frame) return false;
     const filling = placeFilling(this.segments, answer);
     if (!filling) return false;
-    this.lendReply(socket, id, REPLY_FILLING, filling.ref, filling.frame);
+    this.lendReply(conn, id, REPLY_FILLING, filling.ref, filling.frame);
     // Read while the answer is surely held (respond's caller holds it); a failure is in the word, for the requester.
     filling.fill();
     return true;
@@ -436,11 +355,10 @@ export class DirectServer {
    * segment `ref`: lent to the requester (taking the caller's share) until it
    * gives the segment back or the connection closes.
    */
-  private lendReply(socket: Socket, id: number, status: number, ref: SegmentRef, frame: Frame): void {
-    const lent = this.sockets.get(socket);
-    if (lent) lent.set(ref.id, frame);
-    else frame.release();
-    this.reply(socket, id, status, segmentRefBytes(ref));
+  private lendReply(conn: ServedConnection, id: number, status: number, ref: SegmentRef, frame: Frame): void {
+    if (conn.closed) frame.release();
+    else conn.lent.set(ref.id, frame);
+    this.reply(conn, id, status, segmentRefBytes(ref));
   }
 
   /**
@@ -449,34 +367,31 @@ export class DirectServer {
    * just before its reply is written: one write, one wakeup of the
    * requester), or at the end of this turn of the event loop.
    */
-  private giveBack(socket: Socket, ref: SegmentRef): void {
-    const conn = this.conns.get(socket);
-    if (!conn) return;
+  private giveBack(conn: ServedConnection, ref: SegmentRef): void {
+    if (conn.closed) return;
     if (conn.busy > 0) conn.busy--;
     conn.releases.add(Buffer.concat([replyHeader(0, REPLY_RELEASE, SEGMENT_REF_BYTES), segmentRefBytes(ref)]));
   }
 
   /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */
-  private reply(socket: Socket, id: number, status: number, body: Payload, onWritten?: () => void): boolean {
+  private reply(conn: ServedConnection, id: number, status: number, body: Payload, onWritten?: () => void): boolean {
     const written = body instanceof Uint8Array ? onWritten : () => {
       this.streamedSent++;
       onWritten?.();
     };
     // The peer that called may well call again at once.
     busyPoll.sent();
-    const due = this.conns.get(socket)?.releases.take();
-    const lanes = status === REPLY_OK && !(body instanceof Uint8Array) ? this.lanes.lanesFor(socket, body.byteLength) : undefined;
+    const due = conn.releases.take();
+    const lanes = status === REPLY_OK && !(body instanceof Uint8Array) ? this.lanes.lanesFor(conn.socket, body.byteLength) : undefined;
     if (lanes && !(body instanceof Uint8Array)) {
-      if (due) this.writers.get(socket)?.write(due, EMPTY);
+      if (due) conn.writer.write(due, EMPTY);
       this.stripedSent++;
       // Lanes only receive: what is written on them keeps them from being swept as idle.
-      for (const lane of lanes) {
-        const state = this.conns.get(lane);
-        if (state) state.active = true;
-      }
-      return writeStriped(lanes.map((lane) => this.writers.get(lane)!), id, body, written);
+      const laneConnections = lanes.map((lane) => this.connections.get(lane)!);
+      for (const lane of laneConnections) lane.active = true;
+      return writeStriped(laneConnections.map((lane) => lane.writer), id, body, written);
     }
     const header = replyHeader(id, status, body.byteLength);
-    return this.writers.get(socket)?.write(due ? Buffer.concat([due, header]) : header, body, written) ?? false;
+    return conn.writer.write(due ? Buffer.concat([due, header]) : header, body, written);
   }
 }

@@ -4,13 +4,14 @@
  * (Node's `onread` with a buffer per read), or into the memory a request's
  * reply sink gives (tensor memory), settling the request of its id. Large
  * replies from another host come striped over lanes, once opened (see
- * reply-lanes.ts).
+ * reply-lanes.ts). Where the reply being read stands is kept in a
+ * ReplyReadState; the pool of connections is in connection-pool.ts.
  * @module
  */
 import { connect, type Socket } from 'node:net';
-import { Frame, TransportError, type FrameSink } from '@tensorbus/core';
+import type { Frame, FrameSink } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
-import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
+import { SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
 import type { SocketEnds } from '../shm/socket-peer.js';
 import {
   COALESCE_BYTES,
@@ -19,63 +20,31 @@ import {
   newToken,
   OP_PART,
   OP_REPLY,
-  PART_HEADER_BYTES,
   readSize,
-  REPLY_FILLING,
-  REPLY_HEADER_BYTES,
   REPLY_OK,
   REPLY_RELEASE,
-  REPLY_SHM,
   STRIPE_MAX_BYTES,
   STRIPE_MIN_BYTES,
 } from './direct-protocol.js';
 import { ReplyLanes, type LaneOwner } from './reply-lanes.js';
-import type { IncomingPart } from './striped-reply.js';
 import { busyPoll } from './busy-poll.js';
 import { DueFrames } from './due-frames.js';
 import { READ_INTO_HEAP } from './heap-writes.js';
+import {
+  ConnectionLostError,
+  emptyFrame,
+  replyRefusal,
+  ReplySizeError,
+  type PeerReply,
+  type ReplyLimit,
+  type ReplySinkFactory,
+} from './peer-replies.js';
+import { ReplyReadState } from './reply-read-state.js';
+import { SegmentLoans } from './segment-loans.js';
+import type { PeerConnectionOptions } from './connection-options.js';
 
 /** How long a connection may take to open, ms. */
 const CONNECT_TIMEOUT_MS = 2_000;
-
-/** A reply: its status and bytes (a frame the request's caller owns: release it when done; empty when a sink took them). */
-export interface PeerReply {
-  status: number;
-  data: Frame;
-}
-
-/**
- * How large a request's reply may be: exactly `exact` bytes (a fetch knows
- * the size it was announced), or at most `max`. A reply of another size fails
- * its request before anything is allocated for it.
- */
-export interface ReplyLimit {
-  exact?: number;
-  max?: number;
-}
-
-/** A reply declared a size its request does not accept. */
-export class ReplySizeError extends TransportError {
-  override readonly name = 'ReplySizeError';
-}
-
-/** Offered a reply's size; returns where its bytes go, or undefined for a buffer of their own. */
-export type ReplySinkFactory = (byteLength: number) => FrameSink | undefined;
-
-const EMPTY = new Uint8Array(0);
-
-/** A frame with nothing in it (a refusal, or a reply a sink took). */
-function emptyFrame(): Frame {
-  return Frame.of(EMPTY);
-}
-
-/** The connection broke; `delivered` tells whether it had opened (requests may then have run). */
-export class ConnectionLostError extends TransportError {
-  override readonly name = 'ConnectionLostError';
-  constructor(message: string, readonly delivered: boolean) {
-    super(message);
-  }
-}
 
 interface Pending {
   resolve(reply: PeerReply): void;
@@ -96,78 +65,25 @@ const STAGING_BYTES = 16 * 1024;
 /** The staging buffer of a connection that copies every reply into its sink (`readIntoSink` false). */
 const COPYING_STAGING_BYTES = 256 * 1024;
 
-/** How a {@link PeerConnection} behaves (the pool's options, per connection). */
-export interface ConnectionLimits {
-  /**
-   * Fail the connection when requests are pending and no byte arrives for
-   * this long, ms (for fetches, answered at once); undefined for requests
-   * that may legitimately take any time (calls).
-   */
-  stallTimeoutMs?: number;
-  /** Replies larger than this fail their request, unallocated (default 2 GiB - 1). */
-  maxReplyBytes?: number;
-  /** Close the connection once nothing has been under way for this long, ms (0 or undefined: never). */
-  idleCloseMs?: number;
-  /**
-   * Connections to keep to a data port on another host once a large reply
-   * came from it, this one included (see reply-lanes.ts; default 1: none
-   * beside it). Loopback endpoints get none (processes of one host share
-   * memory instead).
-   */
-  lanes?: number;
-}
-
-/** Options of {@link PeerConnection}. */
-export interface PeerConnectionOptions extends ConnectionLimits {
-  /** `host:port`, for messages. */
-  endpoint: string;
-  host: string;
-  port: number;
-  /** Told once when the connection breaks or closes; `idle` when it was closed for being idle. */
-  onBroken: (idle: boolean) => void;
-  /**
-   * Let the socket read straight into a reply sink's memory (default: where
-   * the WASM heap stays put, `READ_INTO_HEAP`); when false, sink bytes are
-   * read into the connection's own buffer and copied, since the memory of a
-   * read is asked for before other code runs and used after.
-   */
-  readIntoSink?: boolean;
-  /** This connection is a lane of `group`, with this index: it sends no requests and takes parts of the group's replies. */
-  laneOf?: { group: ReplyLanes; token: Buffer; index: number };
-  /** Told of each striped reply that came whole. */
-  onStriped?: () => void;
-}
-
 /** A pooled connection; requests are answered in any order. */
 export class PeerConnection implements LaneOwner {
   broken = false;
   private readonly pending = new Map<number, Pending>();
-  /** Frames lent to the peer in shared memory (a share each), by segment id, until it gives them back. */
-  private readonly lent = new Map<string, Frame>();
-  private readonly header = Buffer.alloc(PART_HEADER_BYTES);
-  private readonly spare = Buffer.alloc(64);
+  /** Shared-memory segments lent to the peer and borrowed from it. */
+  private readonly loans = new SegmentLoans();
+  /** Where the reply (or part) being read stands, and where its next bytes go. */
+  private readonly read = new ReplyReadState();
   private staging: Buffer | undefined;
   /** The last buffer handed to the socket was `staging`. */
   private staged = false;
-  private headerGot = 0;
-  private target: Frame | undefined;
-  /** Where the reply being read goes instead of `target`, and its size. */
-  private sink: FrameSink | undefined;
-  private sinkBytes = 0;
-  private got = 0;
-  /** The part of a striped reply being read: where its bytes go. */
-  private part: IncomingPart | undefined;
   /** The lanes this connection opened (its replies may come in parts on them), or the group it is a lane of. */
   private group: ReplyLanes | undefined;
   private readonly lane: boolean;
   /** Connections to keep to this endpoint once a large reply comes, this one included. */
   private readonly laneCount: number;
   private readonly options: PeerConnectionOptions;
-  /** Bytes of a refused reply still to pass over (read into `discardBuffer`, kept nowhere). */
-  private discard = 0;
+  /** Where a refused reply's bytes are read, to be passed over. */
   private discardBuffer: Uint8Array | undefined;
-  /** Replies received in the peer's shared memory and not yet given back. */
-  private borrowed = 0;
   /** Frames that get no reply, not written yet: they go in front of the next request, or at the end of this turn of the event loop. */
   private readonly due = new DueFrames((bytes) => {
     if (!this.broken) this.socket.write(bytes);
@@ -208,7 +124,7 @@ export class PeerConnection implements LaneOwner {
     if (idleCloseMs > 0) {
       // Closed here before the port closes it (see CLIENT_IDLE_MARGIN), so no request races that close.
       this.socket.setTimeout(idleCloseMs, () => {
-        if (this.pending.size === 0 && this.lent.size === 0 && this.borrowed === 0) this.fail('was idle', true);
+        if (this.pending.size === 0 && this.loans.none) this.fail('was idle', true);
         else this.socket.setTimeout(idleCloseMs);
       });
     }
@@ -258,25 +174,17 @@ export class PeerConnection implements LaneOwner {
 
   /** Records `frame` (in the segment `ref`) as lent to the peer, taking the caller's share: released once given back. */
   lend(ref: SegmentRef, frame: Frame): void {
-    this.lent.get(ref.id)?.release();
-    this.lent.set(ref.id, frame);
+    this.loans.lend(ref, frame);
   }
 
   /** Counts a reply that lies in the peer's memory until the returned function (idempotent) says it was given back. */
   borrow(): () => void {
-    this.borrowed++;
-    let out = true;
-    return () => {
-      if (out) this.borrowed--;
-      out = false;
-    };
+    return this.loans.borrow();
   }
 
   /** Takes a lent frame back (the peer refused it): its share comes back to the caller. */
   unlend(ref: SegmentRef): Frame | undefined {
-    const frame = this.lent.get(ref.id);
-    this.lent.delete(ref.id);
-    return frame;
+    return this.loans.unlend(ref);
   }
 
   close(): void {
@@ -295,20 +203,12 @@ export class PeerConnection implements LaneOwner {
    */
   private nextBuffer(): Uint8Array {
     this.staged = false;
-    if (this.headerGot === 0 && this.discard === 0) return this.stagingBuffer();
-    if (this.headerGot < this.headerBytes()) return this.header.subarray(this.headerGot, this.headerBytes());
-    if (this.discard > 0) return (this.discardBuffer ??= new Uint8Array(DISCARD_BYTES)).subarray(0, Math.min(DISCARD_BYTES, this.discard));
-    // A part goes where its reply puts it (a sink's memory only where reads may go into it).
-    if (this.part) return this.part.target();
+    const read = this.read;
+    if (read.betweenFrames) return this.stagingBuffer();
     // A sink's memory may move when other code runs (a WASM heap that grows where it cannot stay put): staged then.
-    if (this.sink && this.got < this.sinkBytes) return this.readIntoSink ? this.sink.target() : this.stagingBuffer();
-    if (this.target && this.got < this.target.byteLength) return this.target.bytes.subarray(this.got);
-    return this.spare;
-  }
-
-  /** Bytes of the frame header being read: a reply's, or (once its first byte says so) a part's. */
-  private headerBytes(): number {
-    return this.headerGot > 0 && this.header[0] === OP_PART ? PART_HEADER_BYTES : REPLY_HEADER_BYTES;
+    // (A part goes where its reply puts it: a sink's memory only where reads may go into it.)
+    if (read.readingSink && !this.readIntoSink) return this.stagingBuffer();
+    return read.target() ?? (this.discardBuffer ??= new Uint8Array(DISCARD_BYTES)).subarray(0, Math.min(DISCARD_BYTES, read.discard));
   }
 
   /** The staging buffer, as the memory of the next read: what lands there is copied where it belongs. */
@@ -337,71 +237,66 @@ export class PeerConnection implements LaneOwner {
     const staging = this.staging!;
     let at = 0;
     while (at < n && !this.broken) {
-      let into: Uint8Array;
-      if (this.headerGot < this.headerBytes()) into = this.header.subarray(this.headerGot, this.headerBytes());
-      else if (this.discard > 0) into = staging.subarray(at, at + Math.min(this.discard, n - at));
-      else if (this.part) into = this.part.target();
-      else if (this.sink && this.got < this.sinkBytes) into = this.sink.target();
-      else if (this.target && this.got < this.target.byteLength) into = this.target.bytes.subarray(this.got);
-      else into = this.spare;
-      const k = Math.min(into.byteLength, n - at);
+      const into = this.read.target();
       // Passed-over bytes stay where they are; the rest are copied to where they belong.
-      if (this.headerGot >= this.headerBytes() && this.discard > 0) at += k;
-      else {
-        into.set(staging.subarray(at, at + k));
-        at += k;
-      }
+      const k = Math.min(into ? into.byteLength : this.read.discard, n - at);
+      into?.set(staging.subarray(at, at + k));
+      at += k;
       if (!this.consume(k)) return false;
     }
     return !this.broken;
   }
 
+  /** `n` bytes landed where `read.target()` said (or were passed over): moves the reply read along. */
   private consume(n: number): boolean {
     this.armStall();
-    if (this.headerGot < this.headerBytes()) {
-      this.headerGot += n;
-      if (this.headerGot < this.headerBytes()) return true;
-      if (this.header[0] === OP_PART) return this.beginPart(this.header.readUInt32BE(1), readSize(this.header, 5), readSize(this.header, 13), this.header.readUInt32BE(21));
-      if (this.header[0] !== OP_REPLY || this.lane) {
+    const read = this.read;
+    if (read.readingHeader) {
+      read.headerGot += n;
+      if (read.readingHeader) return true;
+      const header = read.header;
+      if (header[0] === OP_PART) return this.beginPart(header.readUInt32BE(1), readSize(header, 5), readSize(header, 13), header.readUInt32BE(21));
+      if (header[0] !== OP_REPLY || this.lane) {
         this.fail(this.lane ? 'sent a whole reply on a lane' : 'sent something other than a reply');
         return false;
       }
-      return this.begin(this.header.readUInt32BE(1), this.header[5]!, readSize(this.header, 6));
-    } else if (this.discard > 0) {
-      this.discard -= n;
-      if (this.discard === 0) this.headerGot = 0;
+      return this.begin(header.readUInt32BE(1), header[5]!, readSize(header, 6));
+    } else if (read.discard > 0) {
+      read.discard -= n;
+      if (read.discard === 0) read.headerGot = 0;
       return true;
-    } else if (this.part) {
-      const part = this.part;
+    } else if (read.part) {
+      const part = read.part;
       if (n === part.left) {
-        this.part = undefined;
-        this.headerGot = 0;
+        read.part = undefined;
+        read.headerGot = 0;
       }
       // The last bytes of a reply's last part settle its request.
       part.advance(n);
       return !this.broken;
-    } else if (this.sink && this.got < this.sinkBytes) {
-      this.got += n;
-      this.sink.advance(n);
-    } else if (this.target && this.got < this.target.byteLength) {
-      this.got += n;
+    } else if (read.sink && read.got < read.sinkBytes) {
+      read.got += n;
+      read.sink.advance(n);
+    } else if (read.frame && read.got < read.frame.byteLength) {
+      read.got += n;
     } else {
       this.fail('sent more bytes than announced');
       return false;
     }
-    if (this.got === (this.sink ? this.sinkBytes : this.target!.byteLength)) this.settle();
+    if (read.bodyDone) this.settle();
     return true;
   }
 
   /** A reply header arrived: checks its size against what its request accepts before anything is allocated. */
   private begin(id: number, status: number, size: number): boolean {
-    this.got = 0;
+    const read = this.read;
+    read.got = 0;
     const waiting = this.pending.get(id);
     const problem = id === 0
       ? (status === REPLY_RELEASE && size === SEGMENT_REF_BYTES ? undefined : 'sent a malformed give-back')
       : !waiting
         ? 'answered a request it was not sent'
-        : this.refusal(status, size, waiting.limit);
+        : replyRefusal(status, size, waiting.limit, this.maxReplyBytes);
     if (problem === 'fail') {
       // A fetch knows its size: an endpoint that sends another one is broken or hostile.
       this.fail(`sent a reply of ${size} bytes where ${waiting!.limit!.exact} were announced`);
@@ -414,22 +309,22 @@ export class PeerConnection implements LaneOwner {
       }
       // Only this request fails; the connection stays in step by passing over the bytes.
       this.refuse(id, problem);
-      this.discard = size;
-      if (size === 0) this.headerGot = 0;
+      read.discard = size;
+      if (size === 0) read.headerGot = 0;
       return true;
     }
     // A large reply from another host: later ones can come faster over lanes.
     if (status === REPLY_OK && size >= STRIPE_MIN_BYTES && size <= STRIPE_MAX_BYTES && this.laneCount > 1 && !this.group) this.openLanes();
-    this.sink = status === REPLY_OK && size > 0 ? waiting?.replySink?.(size) : undefined;
-    if (this.sink) this.sinkBytes = size;
-    else this.target = acquireFrame(size);
+    read.sink = status === REPLY_OK && size > 0 ? waiting?.replySink?.(size) : undefined;
+    if (read.sink) read.sinkBytes = size;
+    else read.frame = acquireFrame(size);
     if (size === 0) this.settle();
     return true;
   }
 
   /** A part's header arrived: where its bytes go (the group checks it), or the connection fails. */
   private beginPart(id: number, total: number, offset: number, length: number): boolean {
-    this.got = 0;
+    this.read.got = 0;
     const placed = this.group ? this.group.place(id, total, offset, length) : { error: 'sent a part of a striped reply where no lanes were opened' };
     if (this.broken) return false;
     if ('error' in placed) {
@@ -437,8 +332,8 @@ export class PeerConnection implements LaneOwner {
       return false;
     }
     // A refused reply's part is passed over as it comes.
-    if ('discard' in placed) this.discard = length;
-    else this.part = placed.part;
+    if ('discard' in placed) this.read.discard = length;
+    else this.read.part = placed.part;
     return true;
   }
 
@@ -466,7 +361,7 @@ export class PeerConnection implements LaneOwner {
   accepts(id: number, size: number): string | undefined {
     const waiting = id === 0 ? undefined : this.pending.get(id);
     if (!waiting) return 'fail';
-    return this.refusal(REPLY_OK, size, waiting.limit);
+    return replyRefusal(REPLY_OK, size, waiting.limit, this.maxReplyBytes);
   }
 
   refuse(id: number, why: string): void {
@@ -497,43 +392,16 @@ export class PeerConnection implements LaneOwner {
     this.armStall();
   }
 
-  /** Why a reply of `size` with `status` is refused ('fail': the connection must go), or undefined. */
-  private refusal(status: number, size: number, limit: ReplyLimit | undefined): string | undefined {
-    if (status !== REPLY_OK) {
-      // Refusals carry nothing; a shared-memory reply carries one reference.
-      if (status === REPLY_SHM || status === REPLY_FILLING ? size === SEGMENT_REF_BYTES : size === 0) return undefined;
-      return limit?.exact !== undefined ? 'fail' : `status ${status} with ${size} bytes`;
-    }
-    if (limit?.exact !== undefined) return size === limit.exact ? undefined : 'fail';
-    const max = Math.min(limit?.max ?? this.maxReplyBytes, this.maxReplyBytes);
-    return size <= max ? undefined : `it declared ${size} bytes; the limit is ${max}`;
-  }
-
   private settle(): void {
-    const id = this.header.readUInt32BE(1);
-    const reply: PeerReply = { status: this.header[5]!, data: this.sink ? emptyFrame() : (this.target ?? emptyFrame()) };
-    this.headerGot = 0;
-    this.target = undefined;
-    this.sink = undefined;
-    this.got = 0;
-    if (id === 0 && reply.status === REPLY_RELEASE) return this.takeBack(reply.data);
+    const id = this.read.header.readUInt32BE(1);
+    const status = this.read.header[5]!;
+    const reply: PeerReply = { status, data: this.read.takeBody() ?? emptyFrame() };
+    if (id === 0 && reply.status === REPLY_RELEASE) return this.loans.takeBack(reply.data);
     const waiting = this.pending.get(id);
     this.pending.delete(id);
     this.armStall();
     if (waiting) waiting.resolve(reply);
     else reply.data.release();
-  }
-
-  /** The peer gave back a segment it was lent. */
-  private takeBack(body: Frame): void {
-    if (body.byteLength === SEGMENT_REF_BYTES) {
-      const bytes = body.bytes;
-      const { id } = readSegmentRef(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), 0);
-      const frame = this.lent.get(id);
-      this.lent.delete(id);
-      frame?.release();
-    }
-    body.release();
   }
 
   /** (Re)starts the stall timer while requests are pending; stops it otherwise. */
@@ -549,22 +417,11 @@ export class PeerConnection implements LaneOwner {
     this.broken = true;
     clearTimeout(this.stallTimer);
     this.socket.destroy();
-    this.part = undefined;
+    this.read.part = undefined;
     // Its lanes go with it (a lane's group goes on without the lane, unless a reply was coming).
     if (!this.lane) this.group?.close();
-    this.target?.release();
-    this.target = undefined;
-    // The socket is destroyed: nothing writes into the sink's memory any more.
-    this.sink?.fail();
-    this.sink = undefined;
-    // Lent over a connection that had opened: the requests failed, nothing will read them again.
-    // (Before it opened nothing was sent, and the requester may still send them another way.)
-    // (Either way this connection's shares go: a requester that sends them another way holds its own.)
-    for (const frame of this.lent.values()) {
-      if (this.connected) frame.pin();
-      frame.release();
-    }
-    this.lent.clear();
+    this.read.abandon();
+    this.loans.dropAll(this.connected);
     const error = new ConnectionLostError(`direct connection to ${this.endpoint} ${why}`, this.connected);
     for (const waiting of this.pending.values()) waiting.reject(error);
     this.pending.clear();
@@ -572,45 +429,3 @@ export class PeerConnection implements LaneOwner {
   }
 }
 
-/** One live connection per data port, opened on first use and replaced once broken. */
-export class ConnectionPool {
-  /** Replies that came striped over lanes (for tests and the benchmark). */
-  stripedReplies = 0;
-  private readonly connections = new Map<string, PeerConnection>();
-
-  /**
-   * @param limits of every connection (see {@link ConnectionLimits})
-   * @param onBroken told of the endpoint of each connection that breaks, and the connection
-   *   (not of those closed because they were idle)
-   */
-  constructor(
-    private readonly limits: ConnectionLimits = {},
-    private readonly onBroken: (endpoint: string, connection: PeerConnection) => void = () => undefined,
-  ) {}
-
-  /** The connection to `host:port` (`endpoint`, when the caller has it made already). */
-  get(host: string, port: number, endpoint = `${host}:${port}`): PeerConnection {
-    let connection = this.connections.get(endpoint);
-    if (!connection || connection.broken) {
-      const fresh: PeerConnection = new PeerConnection({
-        ...this.limits,
-        onStriped: () => this.stripedReplies++,
-        endpoint,
-        host,
-        port,
-        onBroken: (idle) => {
-          if (this.connections.get(endpoint) === fresh) this.connections.delete(endpoint);
-          if (!idle) this.onBroken(endpoint, fresh);
-        },
-      });
-      this.connections.set(endpoint, (connection = fresh));
-    }
-    return connection;
-  }
-
-  /** Closes every connection; their pending requests fail. */
-  close(): void {
-    for (const connection of this.connections.values()) connection.close();
-    this.connections.clear();
-  }
-}
