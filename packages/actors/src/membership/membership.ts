@@ -36,132 +36,105 @@
  *   counted), so a worker is declared gone only by itself or by failure
  *   detection. Values are checked before use: a name that is not a valid
  *   worker name never becomes a subject.
- * See docs/rpc.md.
+ * This file runs the protocol: join, leave, heartbeats and the dispatch of
+ * announcements; the check of each announcement is in announcement-check.ts,
+ * name and id claims in claims.ts, the members and failure detection in
+ * member-view.ts. See docs/rpc.md.
  * @module
  */
 import { randomUuid } from '../platform/crypto.js';
-import { BehaviorSubject, Subject, type Subscription } from 'rxjs';
-import {
-  defaultCodec,
-  DuplicateWorkerError,
-  InvalidArgumentError,
-  RpcTimeoutError,
-  type BeaconSlot,
-  type Transport,
-  type TransportSubscription,
-} from '@tensorbus/core';
+import type { BehaviorSubject, Subject, Subscription } from 'rxjs';
+import { defaultCodec, DuplicateWorkerError, RpcTimeoutError, type BeaconSlot, type Transport, type TransportSubscription } from '@tensorbus/core';
 import { waitAtMost } from '@tensorbus/core/internal';
 import { decodeWithoutTensors } from '../tensors.js';
 import type { WorkerInfo } from '../worker-info.js';
-import { ANNOUNCEMENT_KINDS, BYE, CLAIM, HEARTBEAT, HELLO, HERE, MINE, PING, PONG, QUERY, SYNC, type Announcement } from './membership-protocol.js';
-import { ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData, type SignedFields } from './heartbeat-beat.js';
-import { Identity, isPublicKey } from '../agent/identity.js';
-import { advance, takeLate } from './replay-window.js';
+import { BYE, CLAIM, HEARTBEAT, HELLO, HERE, MINE, PING, PONG, QUERY, SYNC, type Announcement } from './membership-protocol.js';
+import { ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData } from './heartbeat-beat.js';
+import { Identity } from '../agent/identity.js';
 import type { MembershipFace } from '../agent/agent-host.js';
 import type { AgentHost, Departure } from '../agent/host.js';
 import type { MembershipTiming } from '../agent/options.js';
 import { MEMBERS_SUBJECT, STATUS_REPLY_PATTERN } from '../agent/subjects.js';
-import { isCount, isInstance, isWorkerId, isWorkerName } from '../agent/wire-checks.js';
 import { unrefTimer } from '../platform/process.js';
+import { MemberView, type Binding, type Departed, type Member } from './member-view.js';
+import { authentic } from './announcement-check.js';
+import { Claims } from './claims.js';
 
 /** A join waits for its beacon thread to beat (a first start loads the nats client there) at most this long, ms. */
 const BEACON_START_LIMIT_MS = 5_000;
 /** A transport that does not echo a worker's own announcements delays each join step by at most this, ms. */
 const ECHO_LIMIT_MS = 2_000;
-/** Members a worker keeps track of at most (a group is far smaller; a flood of names is not). */
-const MAX_MEMBERS = 4096;
-/** Departed workers remembered (why they left, and their keys against replays); the oldest go first. */
-const MAX_DEPARTED = 4096;
-/**
- * Claims a dynamic joiner makes before it gives up. Each lost claim excludes
- * its id, and a rival can hold one id per name it binds (at most MAX_MEMBERS),
- * so a hostile peer delays a joiner by a bounded number of rounds, never forever.
- */
-const MAX_ID_CLAIMS = 64;
-
-/** The keys a name is bound to, and the newest sequence number heard under them. */
-interface Binding {
-  inst: string;
-  signKey: string;
-  dhKey: string;
-  seq: number;
-}
-
-interface Member extends Binding {
-  info: WorkerInfo;
-  /** The id this member claims while it joins a dynamic group (not final). */
-  claimed?: number;
-  joinedAt: number;
-  lastSeen: number;
-  /** Numbers below `seq` heard already (replay-window.ts). */
-  late: number;
-}
-
-interface Departed extends Binding {
-  reason: Departure['reason'];
-  /** Its id: not handed out again while remembered (a worker declared failed may still live). */
-  id: number;
-}
-
-/** A dynamic joiner's claim of an id, in flight. */
-interface Claim {
-  id: number;
-  /** Its own claim came back through the bus: claims of the id seen from now on came later. */
-  echoed: boolean;
-  /** Someone holds the id or claimed it first. */
-  lost: boolean;
-}
 
 /** One worker's view of the group. */
 export class Membership implements MembershipFace {
   readonly inst = randomUuid();
   readonly joinedAt = Date.now();
+  /** Who is in the group, as this worker sees it (member-view.ts). */
+  private readonly view: MemberView;
   /** Current members, this worker included, sorted by id then name. */
-  readonly membership$ = new BehaviorSubject<WorkerInfo[]>([]);
+  readonly membership$: BehaviorSubject<WorkerInfo[]>;
   /** Fires when a worker leaves or is declared failed. */
-  readonly gone$ = new Subject<Departure>();
+  readonly gone$: Subject<Departure>;
   /** Fires when a new instance takes up the name of one that left or failed (a restarted worker). */
-  readonly rejoined$ = new Subject<string>();
+  readonly rejoined$: Subject<string>;
   /** This worker's keys. */
   readonly identity = new Identity();
   /** Announcements dropped: malformed, badly signed, replayed, or claiming a name bound to other keys. */
   dropped = 0;
-  private readonly members = new Map<string, Member>();
-  private readonly departed = new Map<string, Departed>();
   /** `[SEQ, STATE, ID]` of this worker, shared with its beacon thread (heartbeat-beat.ts). */
   // A page without cross-origin isolation has no SharedArrayBuffer (and no beacon thread to share with).
   private readonly shared = new Int32Array(typeof SharedArrayBuffer === 'function' ? new SharedArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT) : new ArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT));
   /** This worker's heartbeats from the transport's beacon thread; undefined without one. */
   private beacon: BeaconSlot | undefined;
-  private id = -1;
-  private conflict: DuplicateWorkerError | undefined;
   private subscription: TransportSubscription | undefined;
   private statusSubscription: Subscription | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private connected = true;
   private left = false;
   private lastTick = Date.now();
-  private readonly rivals = new Set<string>();
-  private readonly rankRivals = new Set<string>();
-  private claim: Claim | undefined;
-  private onConflict: ((error: DuplicateWorkerError) => void) | undefined;
   private awaitedEcho: { kind: Announcement['k']; resolve: () => void } | undefined;
 
   readonly name: string;
+  /** The view's members and departed workers (member-view.ts). */
+  private readonly members: Map<string, Member>;
+  private readonly departed: Map<string, Departed>;
   private readonly transport: Transport;
   private readonly timing: MembershipTiming;
   private readonly worldSize: number | undefined;
   private readonly rank: number | undefined;
+  /** This worker's claims of its name and id (claims.ts). */
+  private readonly claims: Claims;
 
   /** Installed by the membership plugin (plugin.ts). */
   constructor(private readonly host: AgentHost) {
     const { options } = host;
     this.name = host.name;
+    this.view = new MemberView(this.name, () => this.left);
+    this.members = this.view.members;
+    this.departed = this.view.departed;
+    this.membership$ = this.view.membership$;
+    this.gone$ = this.view.gone$;
+    this.rejoined$ = this.view.rejoined$;
     this.transport = host.transport;
     this.timing = options;
     this.worldSize = options.worldSize;
     this.rank = options.rank;
-    if (this.rank !== undefined) this.id = this.rank;
+    this.claims = new Claims(
+      {
+        name: this.name,
+        inst: this.inst,
+        joinedAt: this.joinedAt,
+        holds: () => this.heartbeat !== undefined,
+        hasLeft: () => this.left,
+        announce: (kind, id) => this.announce(kind, id),
+        announceThroughBus: (kind, id) => this.announceThroughBus(kind, id),
+        touchSelf: () => this.touch(this.name, this.inst, this.id, this.joinedAt),
+      },
+      this.view,
+      this.worldSize,
+      this.rank,
+      this.timing.joinSettleMs,
+    );
     host.onControl(PING, () => ({ k: PONG, n: this.name, inst: this.inst }));
     host.onControl(HERE, (m) => {
       if (!this.left) this.accept(m);
@@ -182,12 +155,17 @@ export class Membership implements MembershipFace {
 
   /** A static group's worker waits for everyone. */
   async whenRunning(): Promise<void> {
-    if (this.worldSize !== undefined) await this.awaitWorld(this.host.options.initTimeoutMs);
+    if (this.worldSize !== undefined) await this.claims.awaitWorld(this.host.options.initTimeoutMs);
   }
 
   /** Leaves as the worker stops. */
   stopping(): void {
     this.leave();
+  }
+
+  /** This worker's id (-1 until claimed or numbered). */
+  private get id(): number {
+    return this.claims.id;
   }
 
   /** This worker's info (id -1 until a static group without ranks is complete). */
@@ -228,45 +206,15 @@ export class Membership implements MembershipFace {
     // A timer can fire before deliveries already waiting on a busy event loop:
     // one more round trip through the bus takes in everything sent before it.
     await this.announceThroughBus(SYNC);
-    if (this.conflict) throw this.conflict;
-    if (this.worldSize === undefined) await this.claimId();
-    this.resolveStaticIds();
+    if (this.claims.conflict) throw this.claims.conflict;
+    if (this.worldSize === undefined) await this.claims.claimId();
+    this.claims.resolveStaticIds();
     this.touch(this.name, this.inst, this.id, this.joinedAt);
     this.announce(HEARTBEAT);
     Atomics.store(this.shared, STATE, JOINED);
     this.lastTick = Date.now();
     this.heartbeat = setInterval(() => this.tick(), this.timing.heartbeatMs);
     unrefTimer(this.heartbeat);
-  }
-
-  /** Resolves once `worldSize` workers with ids have joined, or rejects after `timeoutMs`. */
-  awaitWorld(timeoutMs: number): Promise<WorkerInfo[]> {
-    const size = this.worldSize!;
-    return new Promise((resolve, reject) => {
-      const stop = () => {
-        if (timer) clearTimeout(timer);
-        this.onConflict = undefined;
-        queueMicrotask(() => subscription.unsubscribe());
-      };
-      if (this.conflict) return reject(this.conflict);
-      // A holder of this rank that answers late still refuses this worker.
-      this.onConflict = (error) => {
-        stop();
-        reject(error);
-      };
-      const timer = timeoutMs > 0 ? setTimeout(() => {
-        this.onConflict = undefined;
-        subscription.unsubscribe();
-        const missing = size - this.members.size;
-        reject(new RpcTimeoutError(`static group of ${size} did not form within ${timeoutMs} ms: ${missing} worker(s) missing; present: ${[...this.members.keys()].join(', ')}`));
-      }, timeoutMs) : undefined;
-      const subscription = this.membership$.subscribe((list) => {
-        if (isCompleteWorld(list, size)) {
-          stop();
-          resolve(list);
-        }
-      });
-    });
   }
 
   /** The member named `name`, if known and present. */
@@ -406,7 +354,7 @@ export class Membership implements MembershipFace {
   /** Checks an announcement's form, signature and binding; handles it, or drops and counts it. */
   private accept(raw: unknown): void {
     const message = raw as Announcement;
-    const verdict = this.authentic(message);
+    const verdict = authentic(message, this, this.view);
     if (verdict === false) {
       this.dropped++;
       return;
@@ -414,7 +362,7 @@ export class Membership implements MembershipFace {
     // A beat that the bus delivered after a later one says only that its sender lives.
     if (verdict === 'late') return;
     if (message.k === BYE) {
-      this.remove(message.n, message.inst, 'left', message.q);
+      this.view.remove(message.n, message.inst, 'left', message.q);
       return;
     }
     if (message.k === HELLO && message.inst !== this.inst && message.n !== this.name) {
@@ -423,231 +371,38 @@ export class Membership implements MembershipFace {
     this.observe(message);
   }
 
-  /**
-   * True when `m` is well formed, signed by the keys it carries, and those are
-   * the keys its name is bound to (a name not bound yet, or bound to an
-   * instance that has gone, binds them now), with a sequence number above
-   * every one heard from that instance; or `'late'` for a member's `hb` or
-   * `hello` not heard yet, with a number a little below the newest (its
-   * beacon's and its main thread's beats travel on two connections), after
-   * marking it heard and the member seen.
-   */
-  private authentic(m: Announcement): boolean | 'late' {
-    if (typeof m !== 'object' || m === null || !ANNOUNCEMENT_KINDS.has(m.k) || !isWorkerName(m.n) || !isInstance(m.inst) || !isWorkerId(m.id)) return false;
-    if (typeof m.t !== 'number' || !Number.isFinite(m.t) || !isCount(m.q) || !isPublicKey(m.sk) || !isPublicKey(m.xk)) return false;
-    if (!this.identity.verify(m.sk, signedText(m), m.sig)) return false;
-    if (m.n === this.name) {
-      // This worker's own echo, or a rival for its name (the name-claim protocol decides).
-      return m.inst !== this.inst || (m.sk === this.identity.signKey && m.q <= Atomics.load(this.shared, SEQ));
-    }
-    const bound: Binding | undefined = this.members.get(m.n) ?? this.departed.get(m.n);
-    if (bound === undefined || bound.inst !== m.inst) {
-      // A live member's name claimed by another instance: the member keeps it until it leaves or fails.
-      // New names beyond MAX_MEMBERS are not taken in: announcements alone cannot grow this worker's state without bound.
-      return !this.members.has(m.n) && m.k !== BYE && this.members.size < MAX_MEMBERS;
-    }
-    if (m.sk !== bound.signKey || m.xk !== bound.dhKey) return false;
-    if (m.q > bound.seq) return true;
-    // Only a live member: a worker that said bye (or was declared failed) is not brought back by an older beat.
-    const member = this.members.get(m.n);
-    if (member !== bound || (m.k !== HEARTBEAT && m.k !== HELLO)) return false;
-    const late = takeLate(member.seq, member.late, m.q);
-    if (late === undefined) return false;
-    member.late = late;
-    member.lastSeen = Date.now();
-    return 'late';
-  }
-
   private observe(message: Announcement): void {
     if (message.n === this.name && message.inst === this.inst) {
-      if (message.k === CLAIM && this.claim?.id === message.id) this.claim.echoed = true;
+      if (message.k === CLAIM) this.claims.echoed(message.id);
       if (message.k === this.awaitedEcho?.kind) this.awaitedEcho.resolve();
       return;
     }
     if (message.k === SYNC) return;
     if (message.n === this.name) {
-      this.onRival(message);
+      this.claims.onRival(message);
       return;
     }
-    if (this.contest(message)) return;
+    if (this.claims.contest(message)) return;
     // A claim is not an id yet (and `mine` from a dynamic claimant neither): it is noted apart, below.
     const tentative = message.k === CLAIM || (message.k === MINE && this.worldSize === undefined);
     this.touch(message.n, message.inst, tentative ? -1 : message.id, message.t, message);
     const member = this.members.get(message.n);
     // A dynamic claimant's `mine` restates its claim (it answers a later claimant): the id stays claimed.
     if (member && member.inst === message.inst) member.claimed = tentative ? message.id : undefined;
-    this.resolveStaticIds();
-  }
-
-  /**
-   * Another worker's announcement names the id this worker holds or claims.
-   * Returns true when the announcement must not enter this worker's view (a
-   * rival for a rank this worker keeps).
-   */
-  private contest(message: Announcement): boolean {
-    if (message.id < 0) return false;
-    if (this.worldSize === undefined) {
-      const claim = this.claim;
-      if (claim && !claim.lost && message.id === claim.id) {
-        if (message.k === CLAIM || message.k === MINE) {
-          // Another claimant of the id. Two workers may see two claims in opposite orders, so who
-          // keeps the id is decided by an order they all agree on: the one that started first.
-          if (!this.startedBefore(message)) claim.lost = true;
-          // Tell a later claimant (it may not have heard ours).
-          else if (message.k === CLAIM) this.announce(MINE, claim.id);
-        } else {
-          // A holder (its heartbeat, its `here`).
-          claim.lost = true;
-        }
-      } else if (this.heartbeat && message.id === this.id && message.k === CLAIM) {
-        // A holder answers as a holder: its heartbeat, which every claimant yields to.
-        this.announce(HEARTBEAT);
-      }
-      return false;
-    }
-    if (this.rank === undefined || message.id !== this.id) return false;
-    if (this.heartbeat && !this.conflict) {
-      // A `mine` answers a hello: its sender held the rank when this worker said hello.
-      if (message.k !== MINE) {
-        if (message.k === HELLO) this.announce(MINE);
-        return true;
-      }
-    }
-    const holder = message.k === HEARTBEAT || message.k === MINE;
-    // Between two joiners the later one gives up (start time, then instance id): a claimant that came first keeps its rank.
-    const later = !this.startedBefore(message);
-    if (holder || later) {
-      if (!this.conflict) {
-        this.conflict = new DuplicateWorkerError(
-          `rank ${this.id} of the static group of ${this.worldSize} is already taken by worker '${message.n}': give each worker its own rank`,
-        );
-        this.onConflict?.(this.conflict);
-      }
-      return false;
-    }
-    if (!this.rankRivals.has(message.inst)) {
-      // The rival may have subscribed too late to hear this worker's hello.
-      this.rankRivals.add(message.inst);
-      this.announce(HELLO);
-    }
-    return true;
-  }
-
-  /** True when this worker started before the sender of `message` (start time, then instance id: every worker orders two the same way). */
-  private startedBefore(message: Announcement): boolean {
-    return this.joinedAt < message.t || (this.joinedAt === message.t && this.inst < message.inst);
-  }
-
-  /**
-   * Claims the smallest id this worker knows nobody holds, claims or held,
-   * until a claim stands: it came back through the bus with no earlier claim
-   * or holder of that id, and no `mine` followed within the settle time.
-   */
-  private async claimId(): Promise<void> {
-    const lost = new Set<number>();
-    for (let attempt = 0; attempt < MAX_ID_CLAIMS; attempt++) {
-      const claim: Claim = { id: this.freeId(lost), echoed: false, lost: false };
-      this.claim = claim;
-      await this.announceThroughBus(CLAIM, claim.id);
-      claim.echoed = true;
-      if (!claim.lost) {
-        await new Promise((resolve) => setTimeout(resolve, this.timing.joinSettleMs));
-        await this.announceThroughBus(SYNC);
-      }
-      if (!claim.lost && !this.left) {
-        // Final before anything else can run: from here on this worker defends the id as its holder.
-        this.id = claim.id;
-        this.claim = undefined;
-        return;
-      }
-      this.claim = undefined;
-      if (this.left) throw new DuplicateWorkerError(`worker '${this.name}' left while it was getting an id`);
-      lost.add(claim.id);
-    }
-    throw new RpcTimeoutError(`worker '${this.name}' could not get an id: ${MAX_ID_CLAIMS} claims were taken by others`);
-  }
-
-  /**
-   * Another instance claims this worker's name. A holder (joined, heart
-   * beating) keeps it and answers with a heartbeat, which a joiner takes as a
-   * refusal. Between two joiners the greater instance id gives up; the lesser
-   * says hello again, in case the other subscribed too late to hear it.
-   */
-  private onRival(message: Announcement): void {
-    if (this.heartbeat) {
-      if (message.k === HELLO) this.announce(HEARTBEAT);
-      return;
-    }
-    const holder = message.k === HEARTBEAT || message.k === HERE;
-    if (holder || this.inst > message.inst) {
-      this.conflict ??= new DuplicateWorkerError(`worker name '${this.name}' was claimed by another worker at the same time: choose another name`);
-    } else if (!this.rivals.has(message.inst)) {
-      this.rivals.add(message.inst);
-      this.announce(HELLO);
-    }
+    this.claims.resolveStaticIds();
   }
 
   /** Records that `name` was heard; `from` is the authenticated announcement (absent for this worker itself). */
   private touch(name: string, inst: string, id: number, joinedAt: number, from?: Announcement): void {
-    const existing = this.members.get(name);
-    // A static worker numbered by name announces -1 until it has counted everyone.
-    // A final id never changes: an announcement of another one by the same instance is not taken in.
-    if (existing && existing.inst === inst && existing.info.id >= 0) id = existing.info.id;
-    const earlier = this.departed.get(name)?.inst;
-    this.departed.delete(name);
     const keys: Binding = from
       ? { inst, signKey: from.sk, dhKey: from.xk, seq: from.q }
-      : { inst, signKey: this.identity.signKey, dhKey: this.identity.dhKey, seq: Atomics.load(this.shared, SEQ) };
-    const late = existing && existing.inst === inst ? advance(existing.seq, existing.late, keys.seq) : 0;
-    if (existing && existing.inst === inst && existing.info.id === id) {
-      existing.lastSeen = Date.now();
-      existing.late = late;
-      existing.seq = keys.seq;
-      return;
-    }
-    this.members.set(name, { ...keys, info: { name, id }, joinedAt, lastSeen: Date.now(), late });
-    if (earlier !== undefined && earlier !== inst) this.rejoined$.next(name);
-    this.publishView();
+      : { inst, signKey: this.identity.signKey, dhKey: this.identity.dhKey, seq: this.ownSeq() };
+    this.view.touch(name, inst, id, joinedAt, keys);
   }
 
-  private remove(name: string, inst: string | undefined, reason: Departure['reason'], seq?: number): void {
-    const member = this.members.get(name);
-    if (!member || name === this.name || (inst !== undefined && member.inst !== inst)) return;
-    this.members.delete(name);
-    if (this.departed.size >= MAX_DEPARTED) this.departed.delete(this.departed.keys().next().value!);
-    this.departed.set(name, { reason, id: member.info.id, inst: member.inst, signKey: member.signKey, dhKey: member.dhKey, seq: Math.max(member.seq, seq ?? 0) });
-    this.publishView();
-    this.gone$.next({ name, reason });
-  }
-
-  /** The smallest id not held or claimed by a member, not held by a remembered departed worker, and not in `excluded`. */
-  private freeId(excluded: Set<number>): number {
-    const taken = new Set(excluded);
-    for (const [name, member] of this.members) {
-      if (name === this.name) continue;
-      if (member.info.id >= 0) taken.add(member.info.id);
-      if (member.claimed !== undefined) taken.add(member.claimed);
-    }
-    for (const departed of this.departed.values()) if (departed.id >= 0) taken.add(departed.id);
-    let id = 0;
-    while (taken.has(id)) id++;
-    return id;
-  }
-
-  /** A static group without explicit ranks numbers its workers by name once complete. */
-  private resolveStaticIds(): void {
-    if (this.worldSize === undefined || this.id >= 0 || this.members.size < this.worldSize) return;
-    const names = [...this.members.keys()].sort();
-    this.id = names.indexOf(this.name);
-    if (this.id >= this.worldSize) {
-      throw new InvalidArgumentError(`more than worldSize=${this.worldSize} workers joined this namespace`);
-    }
-    this.touch(this.name, this.inst, this.id, this.joinedAt);
-    if (this.heartbeat) this.announce(HEARTBEAT);
-    for (const [name, member] of this.members) {
-      if (member.info.id < 0) member.info = { name, id: names.indexOf(name) };
-    }
-    this.publishView();
+  /** The newest sequence number this worker signed (shared with its beacon thread). */
+  ownSeq(): number {
+    return Atomics.load(this.shared, SEQ);
   }
 
   private tick(): void {
@@ -663,12 +418,10 @@ export class Membership implements MembershipFace {
     if (!this.connected) return;
     if (stalled) {
       // This worker's own event loop was blocked: the others' silence may be ours.
-      for (const member of this.members.values()) member.lastSeen = now;
+      this.view.markAllSeen(now);
       return;
     }
-    for (const [name, member] of this.members) {
-      if (name !== this.name && now - member.lastSeen > this.timing.failureTimeoutMs) this.remove(name, member.inst, 'failed');
-    }
+    this.view.expireSilent(now, this.timing.failureTimeoutMs);
   }
 
   private onStatus(status: string): void {
@@ -676,24 +429,8 @@ export class Membership implements MembershipFace {
     this.connected = status === 'connected';
     if (this.connected && !wasConnected) {
       // Silence while this worker was cut off says nothing about the others.
-      const now = Date.now();
-      for (const member of this.members.values()) member.lastSeen = now;
+      this.view.markAllSeen(Date.now());
       this.announce(HEARTBEAT);
     }
   }
-
-  private publishView(): void {
-    if (this.left) return;
-    const list = [...this.members.values()]
-      .map((m) => m.info)
-      .sort((a, b) => a.id - b.id || (a.name < b.name ? -1 : 1));
-    this.membership$.next(list);
-  }
-}
-
-/** True when each rank 0..size-1 is held by exactly one worker and every worker has a rank. */
-function isCompleteWorld(list: WorkerInfo[], size: number): boolean {
-  if (list.length !== size) return false;
-  const ranks = new Set(list.map((w) => w.id));
-  return ranks.size === size && list.every((w) => w.id >= 0 && w.id < size);
 }

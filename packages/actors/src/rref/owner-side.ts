@@ -1,0 +1,164 @@
+/**
+ * The owner's side of the RRef protocol: the fork, forked and delete messages
+ * of holders, the entries a creation request opens, the entries opened for
+ * RRefs that came back before their creation, and the tombstones of forks
+ * deleted before their value existed. Owned values themselves are kept in
+ * owner-table.ts. See docs/rref.md.
+ * @module
+ */
+import { RRefError } from '@tensorbus/core';
+import { errorToWire } from '@tensorbus/core/internal';
+import type { CallerIdentity } from '../agent/call-context.js';
+import type { ControlMessage } from '../agent/control.js';
+import type { AgentHost } from '../agent/host.js';
+import { isCurrentMember, isWireId } from '../peer-limits.js';
+import { RecentSet, TOMBSTONES } from '../recent-set.js';
+import { unrefTimer } from '../platform/process.js';
+import { holderName, holdsFork, isExpectedHolder, unknownRRef } from './holders.js';
+import { DELETE_BATCH_MAX } from './delete-batches.js';
+import type { OwnerEntry, OwnerTable } from './owner-table.js';
+import type { RRefWire } from './rref-protocol.js';
+
+/** How long a fork waits for the creation of its value to reach the owner, ms. */
+export const FORK_WAIT_MS = 5_000;
+/** Entries opened here for RRefs that arrived before their creation, at most, at once. */
+const AWAITED_MAX = 1_000;
+
+/** The owner side of one worker's RRef manager. */
+export class OwnerSide {
+  private readonly tombstones = new RecentSet<string>(TOMBSTONES);
+  /** Entries awaiting their creation (see OwnerEntry.awaitingCreation) -> their expiry timers. */
+  private readonly awaited = new Map<OwnerEntry, NodeJS.Timeout>();
+
+  /** Serves the owner-side messages for the values in `owners`. */
+  constructor(
+    private readonly host: AgentHost,
+    private readonly owners: OwnerTable,
+  ) {}
+
+  /**
+   * A user forked its fork on (parent -> owner): the owner expects the new
+   * holder's confirmation. Only a worker that holds the parent fork may.
+   */
+  onForked(m: ControlMessage, sender: CallerIdentity | undefined): unknown {
+    const { rrefId, forkId, parentFork, holder } = m as { rrefId?: unknown; forkId?: unknown; parentFork?: unknown; holder?: unknown };
+    if (!isWireId(rrefId) || !isWireId(forkId) || !isWireId(parentFork) || !isWireId(holder)) return { error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: 'malformed fork' } };
+    const entry = this.owners.get(rrefId);
+    // Not known (yet): the value or the parent's own fork may still be on its way; nothing is kept.
+    if (!entry || !holdsFork(entry, parentFork, sender, this.host)) return this.unknownFork(rrefId);
+    try {
+      if (!entry.users.has(forkId) && !entry.deleted.has(forkId)) this.owners.addPending(entry, forkId, holder);
+    } catch (error) {
+      return { error: errorToWire(error) };
+    }
+    return { ok: true };
+  }
+
+  /**
+   * A holder confirms its fork (child -> owner): registered under the name its
+   * message showed, and only when the owner sent it that fork or its parent
+   * said so (onForked); anything else is answered as an unknown fork.
+   */
+  onFork(m: ControlMessage, sender: CallerIdentity | undefined): unknown {
+    const { rrefId, forkId } = m as { rrefId?: unknown; forkId?: unknown };
+    if (!isWireId(rrefId) || !isWireId(forkId)) return { error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: 'malformed fork' } };
+    const entry = this.owners.get(rrefId);
+    // Unknown now: answered at once, nothing kept (the holder asks again while a creation or its parent's word may be on its way).
+    if (!entry || sender === undefined || !holdsFork(entry, forkId, sender, this.host)) return this.unknownFork(rrefId);
+    try {
+      this.owners.confirmUser(entry, forkId, holderName(sender));
+    } catch (error) {
+      return { error: errorToWire(error) };
+    }
+    return { ok: true };
+  }
+
+  private unknownFork(rrefId: string): unknown {
+    return { unknown: true, error: errorToWire(unknownRRef(this.host.name, rrefId)) };
+  }
+
+  /**
+   * Forks a user let go of (a batch, see delete-batches.ts): each is dropped
+   * when the sender holds it; a fork of a value not known yet is tombstoned
+   * when the sender is the value's creator (its creation failed or timed out).
+   */
+  onDelete(m: ControlMessage, sender: CallerIdentity | undefined): unknown {
+    const { forks } = m as { forks?: unknown };
+    if (!Array.isArray(forks) || forks.length > DELETE_BATCH_MAX) return { ok: false };
+    for (const fork of forks) {
+      const [rrefId, forkId] = Array.isArray(fork) ? (fork as unknown[]) : [];
+      if (!isWireId(rrefId) || !isWireId(forkId)) continue;
+      const entry = this.owners.get(rrefId);
+      if (!entry) {
+        if (isExpectedHolder(rrefId.slice(0, rrefId.lastIndexOf('.')), sender, this.host)) this.tombstones.add(`${rrefId}|${forkId}`);
+      } else if (holdsFork(entry, forkId, sender, this.host)) this.owners.deleteFork(rrefId, forkId);
+    }
+    return { ok: true };
+  }
+
+  /**
+   * Opens the value of a creation request from `creator`; its user fork is
+   * held by `holder` (the creator, or the name an unverified caller's state is
+   * kept under: see accountableName). Undefined when there is nothing to make:
+   * the fork was deleted before the request arrived, or the value exists.
+   */
+  openForCreation(rrefId: string, forkId: string | null, creator: string, holder = creator): OwnerEntry | undefined {
+    // Ids are made by their creator, prefixed with its name: nobody can take another worker's id.
+    if (!isWireId(rrefId) || !rrefId.startsWith(`${creator}.`) || (forkId !== null && !isWireId(forkId))) {
+      throw new RRefError('RREF_CREATION_FAILED', `malformed RRef creation request from '${creator}'`);
+    }
+    if (forkId !== null && this.tombstones.has(`${rrefId}|${forkId}`)) return undefined;
+    const existing = this.owners.get(rrefId);
+    if (existing?.awaitingCreation && forkId !== null) {
+      // An RRef of this value arrived first and waits for it: this creation makes it.
+      this.owners.adopt(existing, forkId, holder);
+      clearTimeout(this.awaited.get(existing));
+      this.awaited.delete(existing);
+      return existing;
+    }
+    if (existing) return existing.created || forkId !== null ? undefined : existing;
+    if (forkId === null) return undefined;
+    this.owners.checkRoom(holder, 'value');
+    const opened = this.owners.open(rrefId, holder);
+    this.owners.confirmUser(opened, forkId, holder);
+    return opened;
+  }
+
+  /**
+   * An RRef of ours whose value we do not know arrived. Its creation may
+   * still be on its way (it was sent after a confirmation, or overtaken by a
+   * smaller message): an entry awaits it for at most FORK_WAIT_MS, and the
+   * call carrying the RRef waits for it (readiness). Bounded (AWAITED_MAX at
+   * once); an id that was never made, or was dropped, fails that way.
+   */
+  awaitCreation(wire: RRefWire): OwnerEntry {
+    const dropped = () => new RRefError('RREF_OWNER_LOST', `RRef ${String(wire.r).slice(0, 64)} came back to its owner '${this.host.name}', which holds no such value (dropped, or never made)`);
+    if (!wire.f || !isWireId(wire.r) || !isWireId(wire.f) || this.awaited.size >= AWAITED_MAX || !this.host.running) throw dropped();
+    const entry = this.owners.open(wire.r);
+    entry.awaitingCreation = true;
+    const timer = setTimeout(() => {
+      this.awaited.delete(entry);
+      if (!entry.awaitingCreation) return;
+      entry.awaitingCreation = false;
+      // A creation arriving later must not revive the forks deleted meanwhile.
+      for (const forkId of entry.deleted) this.tombstones.add(`${entry.rrefId}|${forkId}`);
+      entry.settle(undefined, dropped());
+    }, FORK_WAIT_MS);
+    unrefTimer(timer);
+    this.awaited.set(entry, timer);
+    return entry;
+  }
+
+  /** Forks held by callers that are not current members expire once their value sat unused for `leaseMs`. */
+  expireLeases(): void {
+    const { leaseMs } = this.host.options.peerLimits;
+    const now = Date.now();
+    this.owners.dropHolders((holder, entry) => now - entry.lastUsed > leaseMs && !isCurrentMember(this.host, holder));
+  }
+
+  /** Forgets the entries awaiting their creation (after shutdown). */
+  clear(): void {
+    for (const timer of this.awaited.values()) clearTimeout(timer);
+    this.awaited.clear();
+  }
+}
