@@ -49,11 +49,12 @@ for (const kind of transportKinds()) {
     const [a, b] = agents;
     const served = () => hostOf(b!).server.receivedFrom['a'] ?? 0;
     const before = served();
-    const r = a!.remote('b', sleep, [400, 'made']);
+    // The creation runs 3 s: a window no stall of this process (other tests of the file run beside this one) closes.
+    const r = a!.remote('b', sleep, [3_000, 'made']);
     await new Promise((resolve) => setImmediate(resolve));
     const value = r.toHere();
     // Both calls reached the owner while the creation still runs: the fetch did not wait for its reply.
-    await eventually(() => served() - before >= 2, 2_000);
+    await eventually(() => served() - before >= 2, 2_500);
     tt.false(r.confirmedByOwner(), 'the creation is not acknowledged yet');
     tt.is(await value, 'made');
     await r.release();
