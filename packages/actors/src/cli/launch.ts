@@ -33,6 +33,9 @@ import type { LauncherReport } from './launcher-report.js';
 import { RestartBudget } from './restart-budget.js';
 
 /** Exit codes after an interrupt, as a shell reports them (128 + signal number). */
+/** Signals the launcher sends to stop workers: a worker ended by one of them while stopping is no news. */
+const STOP_SIGNALS: ReadonlySet<string> = new Set(['SIGINT', 'SIGTERM', 'SIGKILL']);
+
 const INTERRUPT_CODES: Partial<Record<NodeJS.Signals, number>> = { SIGINT: 130, SIGTERM: 143 };
 /** Workers that have not stopped this long after a failure or an interrupt are killed, ms. */
 const DEFAULT_GRACE_MS = 30_000;
@@ -242,6 +245,8 @@ export async function launch(args: LaunchArgs): Promise<number> {
         }
         say(`${name} exited with ${how} after ${budget.describe()}: not restarting it`);
       }
+      // While stopping, the signal the launcher sent is the expected end; anything else is said.
+      if (failed && stopping && !(signal !== null && STOP_SIGNALS.has(signal))) say(`${name} exited with ${how} while stopping`);
       if (failed && !stopping) {
         say(`${name} exited with ${how}: stopping the other workers`);
         exitCode = exitCodeOf(code, signal);
