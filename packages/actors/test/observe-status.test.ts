@@ -55,13 +55,14 @@ test.serial('launcher - --dashboard serves the launched workers\' dashboard, pri
   let url: string | undefined;
   const seen: string[][] = [];
   let reading: Promise<void> | undefined;
-  const run = runCli(['launch', '-n', '2', '--dashboard', '0', '--linger', '2', workerScript, '--exit-after', '3000', '0'], { NATS_URL: '' }, (err) => {
+  const run = runCli(['launch', '-n', '2', '--dashboard', '0', '--linger', '2', workerScript, '--exit-after', '10000', '0'], { NATS_URL: '' }, (err) => {
     const match = /dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(err);
     if (match && url === undefined) {
       url = match[1];
       reading = (async () => {
         // The page reads /state.json and /events; the state names the launched workers while they run.
-        for (let i = 0; i < 20; i++) {
+        // Each worker's 10 s start from its process's start, before TensorFlow.js loads: both are up for a while even on a loaded machine.
+        for (let i = 0; i < 50; i++) {
           const state = (await (await fetch(`${url}state.json`)).json()) as { workers: Array<{ name: string; state: string }> };
           seen.push(state.workers.filter((w) => w.state === 'up').map((w) => w.name));
           if (seen.at(-1)!.length === 2) return;
