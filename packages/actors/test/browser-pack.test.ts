@@ -21,7 +21,7 @@ import { openPage, servePage, type BrowserPage, type ServedPage } from './browse
 const run = promisify(execFile);
 const repository = fileURLToPath(new URL('../../../../', import.meta.url));
 const fixtures = fileURLToPath(new URL('../../test/fixtures/fresh-project/', import.meta.url));
-const PACKAGES = ['core', 'nats-transport', 'actors'];
+const PACKAGES = ['core', 'nats-server', 'nats-transport', 'actors'];
 
 /** The environment without npm's own variables (set when the tests run under `npm test`), which would configure the child npm. */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
