@@ -6,7 +6,7 @@
 export * from './index.js';
 export { NatsTransport } from './nats-transport.js';
 export { connectionOptions } from './options.js';
-export { freePort, waitForPort } from './server/free-port.js';
+export { freePort, waitForPort } from '@tensorbus/nats-server';
 export * from './chunks/chunk-protocol.js';
 export { sendChunked } from './chunks/chunk-sender.js';
 export { receiveChunked, isAnnouncement } from './chunks/chunk-receiver.js';

@@ -18,11 +18,11 @@
 import { localTransport, type Transport } from '@tensorbus/core';
 import { natsTransport } from '../node-connect.js';
 import type { NatsTransportOptions } from '../options.js';
-import { startNatsServer, type NatsServer, type NatsServerOptions } from '../server/start-nats-server.js';
+import { startNatsServer, type NatsServer, type NatsServerOptions } from '@tensorbus/nats-server';
 
-export { startNatsServer, type NatsServer, type NatsServerOptions } from '../server/start-nats-server.js';
-export { startNatsCluster, type NatsCluster } from '../server/cluster.js';
-export { freePort } from '../server/free-port.js';
+export { startNatsServer, type NatsServer, type NatsServerOptions } from '@tensorbus/nats-server';
+export { startNatsCluster, type NatsCluster } from '@tensorbus/nats-server';
+export { freePort } from '@tensorbus/nats-server';
 export { exitWithParent } from './exit-with-parent.js';
 export { namespacesRefused, TwoHosts, type NsProcess, type TwoHostsOptions } from './netns.js';
 export { natsJwt, operatorConfig, userCreds, UNLIMITED_ACCOUNT, UNLIMITED_USER, type KeyPair } from './nats-jwt.js';

@@ -27,7 +27,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findNatsServer } from '../server/find-binary.js';
+import { findNatsServer } from '@tensorbus/nats-server';
 
 /** Options of {@link TwoHosts} and {@link namespacesRefused}. */
 export interface TwoHostsOptions {
