@@ -2,11 +2,15 @@
  * Test helpers: groups of agents over one transport kind (the ones other
  * packages' tests share too are in src/testing, `@tensorbus/actors/testing`).
  */
+import type { ExecutionContext } from 'ava';
 import type { Tensor } from '@tensorflow/tfjs';
 import { tf } from '@tensorbus/core';
 import { transportKinds, type TransportKind } from '@tensorbus/nats-transport/testing';
 import { initRpc, type InitRpcOptions, type RpcAgent } from '../src/index.js';
 import { eventually, newGroup, stopAll } from '../src/testing/index.js';
+import { CallAuth } from '../src/agent/call-auth.js';
+import { CallClient } from '../src/agent/call-client.js';
+import { Identity } from '../src/agent/identity.js';
 
 export { transportKinds, type TransportKind };
 export { eventually, newGroup, stopAll };
@@ -36,6 +40,22 @@ export async function startGroup(kind: TransportKind, names: string[], options: 
   );
   for (const agent of agents) started.add(agent);
   return agents;
+}
+
+/**
+ * `names` in a fresh group, and `outsider`: a raw caller there that is not a
+ * member (what another account's client is). Stopped when the test ends.
+ */
+export async function groupWithOutsider(tt: ExecutionContext, kind: TransportKind, names: string[]): Promise<{ agents: RpcAgent[]; outsider: CallClient }> {
+  const { transport } = newGroup(kind);
+  const agents = await Promise.all(names.map((name) => initRpc({ name, transport: transport(), heartbeatMs: 100, failureTimeoutMs: 1_500 })));
+  const raw = await transport();
+  tt.teardown(async () => {
+    await stopAll(agents);
+    await raw.close().catch(() => undefined);
+  });
+  await eventually(() => agents.every((agent) => agent.workers().length === names.length));
+  return { agents, outsider: new CallClient(raw, 'outsider', undefined, () => 5_000, new CallAuth(new Identity(), 'outsider', () => undefined)) };
 }
 
 /** A float32 tensor of `n` values that differ from place to place (and from seed to seed). */
