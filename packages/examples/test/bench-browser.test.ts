@@ -5,7 +5,7 @@
  * through the bus alone, on the no-op and 4 MB cases, in one run.
  */
 import test from 'ava';
-import { benchDirectory, runBench } from './run-bench.js';
+import { benchDirectory, runBench } from './run-examples.js';
 
 const BROWSER_SYSTEMS = ['tab-to-node', 'node-to-tab', 'tensorbus-nats-bus'];
 

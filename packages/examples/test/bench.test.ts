@@ -2,7 +2,7 @@ import test from 'ava';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DOC_BEGIN, DOC_END } from '../src/bench/report/performance-doc.js';
-import { benchDirectory, runBench } from './run-bench.js';
+import { benchDirectory, runBench } from './run-examples.js';
 
 test('examples - bench: a quick run measures no-op and 4 KB round trips over NATS, in-process and raw TCP, and writes JSON, markdown and chart', async (t) => {
   const out = benchDirectory('tb-bench-');
