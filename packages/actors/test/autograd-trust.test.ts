@@ -4,31 +4,15 @@
  * to may send gradients for it, only a context's verified participants may
  * release it, and context and message ids carry 128 random bits.
  */
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import { tf } from '@tensorbus/core';
-import { initRpc, type RpcAgent } from '../src/index.js';
-import { CallAuth } from '../src/agent/call-auth.js';
-import { CallClient } from '../src/agent/call-client.js';
-import { Identity } from '../src/agent/identity.js';
+import type { RpcAgent } from '../src/index.js';
 import { hostOf } from '../src/internal.js';
 import { GRADS, META_KEY, RELEASE } from '../src/autograd/protocol.js';
 import { assertClose } from './autograd-helpers.js';
 import { gradientOf, linear, makeVariable } from './fixtures/autograd-functions.js';
 import { everyBitVaries } from './id-bits.js';
-import { eventually, newGroup, stopAll, transportKinds, type TransportKind } from './helpers.js';
-
-/** `names` in a fresh group, and `outsider`: a raw caller there that is not a member (what another account's client is). */
-async function group(tt: ExecutionContext, kind: TransportKind, names: string[]): Promise<{ agents: RpcAgent[]; outsider: CallClient }> {
-  const { transport } = newGroup(kind);
-  const agents = await Promise.all(names.map((name) => initRpc({ name, transport: transport(), heartbeatMs: 100, failureTimeoutMs: 1_500 })));
-  const raw = await transport();
-  tt.teardown(async () => {
-    await stopAll(agents);
-    await raw.close().catch(() => undefined);
-  });
-  await eventually(() => agents.every((agent) => agent.workers().length === names.length));
-  return { agents, outsider: new CallClient(raw, 'outsider', undefined, () => 5_000, new CallAuth(new Identity(), 'outsider', () => undefined)) };
-}
+import { eventually, groupWithOutsider as group, transportKinds } from './helpers.js';
 
 /** The autograd tags (`[contextId, msgId]`) of the calls `agent` sends: what anyone reading its call subjects sees. */
 function sniff(agent: RpcAgent): Array<[string, string]> {

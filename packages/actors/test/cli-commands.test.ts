@@ -8,14 +8,12 @@
  * a bus names its server with `--server` (gateway's `--nats` kept as an alias).
  */
 import test from 'ava';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { parseArgs } from '../src/cli/args.js';
-import { cleanEnv } from './launcher-helpers.js';
+import { runNode as run } from './launcher-helpers.js';
 
 const packageDir = fileURLToPath(new URL('../../', import.meta.url));
 const cli = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
@@ -24,18 +22,6 @@ const withoutCommandPackages = fileURLToPath(new URL('./fixtures/no-command-pack
 
 /** Packages of the gateway and the dashboard that a worker must not install. */
 const NOT_FOR_WORKERS = ['jose', 'fast-xml-parser', '@tensorbus/gateway', '@tensorbus/dashboard'];
-
-async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(process.execPath, args, { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const [code] = (await once(child, 'exit')) as [number | null];
-  clearTimeout(killer);
-  return { code, out, err };
-}
 
 test('packaging - @tensorbus/actors depends on neither jose nor fast-xml-parser, and no source file imports them or the gateway and dashboard packages', (t) => {
   const pkg = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as Record<string, Record<string, unknown> | undefined>;

@@ -1,26 +1,26 @@
 /**
- * Test helpers: groups of agents over one transport kind.
+ * Test helpers: groups of agents over one transport kind (the ones other
+ * packages' tests share too are in src/testing, `@tensorbus/actors/testing`).
  */
+import type { ExecutionContext } from 'ava';
 import type { Tensor } from '@tensorflow/tfjs';
-import { tf, type Transport } from '@tensorbus/core';
+import { tf } from '@tensorbus/core';
 import { transportKinds, type TransportKind } from '@tensorbus/nats-transport/testing';
 import { initRpc, type InitRpcOptions, type RpcAgent } from '../src/index.js';
+import { eventually, newGroup, stopAll } from '../src/testing/index.js';
+import { CallAuth } from '../src/agent/call-auth.js';
+import { CallClient } from '../src/agent/call-client.js';
+import { Identity } from '../src/agent/identity.js';
 
 export { transportKinds, type TransportKind };
+export { eventually, newGroup, stopAll };
 
-let groups = 0;
 const started = new Set<RpcAgent>();
 
 /** Stops every agent the helpers started (register with `test.after.always(stopEverything)`). */
 export async function stopEverything(): Promise<void> {
   await stopAll([...started]);
   started.clear();
-}
-
-/** A fresh namespace on `kind`: agents made with it see each other and nobody else. */
-export function newGroup(kind: TransportKind): { transport: () => Promise<Transport>; namespace: string } {
-  const namespace = `g${process.pid}x${++groups}`;
-  return { namespace, transport: () => kind.create({ namespace }) };
 }
 
 /** Starts agents named `names` in one fresh group (dynamic unless worldSize is given). */
@@ -42,18 +42,20 @@ export async function startGroup(kind: TransportKind, names: string[], options: 
   return agents;
 }
 
-/** Shuts every agent down without waiting. */
-export async function stopAll(agents: RpcAgent[]): Promise<void> {
-  await Promise.all(agents.map((a) => a.shutdown({ graceful: false }).catch(() => undefined)));
-}
-
-/** Resolves once `predicate` holds, polling; rejects after `timeoutMs`. */
-export async function eventually(predicate: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+/**
+ * `names` in a fresh group, and `outsider`: a raw caller there that is not a
+ * member (what another account's client is). Stopped when the test ends.
+ */
+export async function groupWithOutsider(tt: ExecutionContext, kind: TransportKind, names: string[]): Promise<{ agents: RpcAgent[]; outsider: CallClient }> {
+  const { transport } = newGroup(kind);
+  const agents = await Promise.all(names.map((name) => initRpc({ name, transport: transport(), heartbeatMs: 100, failureTimeoutMs: 1_500 })));
+  const raw = await transport();
+  tt.teardown(async () => {
+    await stopAll(agents);
+    await raw.close().catch(() => undefined);
+  });
+  await eventually(() => agents.every((agent) => agent.workers().length === names.length));
+  return { agents, outsider: new CallClient(raw, 'outsider', undefined, () => 5_000, new CallAuth(new Identity(), 'outsider', () => undefined)) };
 }
 
 /** A float32 tensor of `n` values that differ from place to place (and from seed to seed). */

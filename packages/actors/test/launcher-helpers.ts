@@ -1,7 +1,8 @@
 /**
  * Runs `tensorbus launch` as a terminal does, for the launcher's tests: in a
  * process group of its own, with its output kept, and tells which of the
- * processes it started still run.
+ * processes it started still run; and runs a Node process (the CLI, a worker)
+ * to its end in a terminal's clean environment, for the CLI's tests.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -16,6 +17,32 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
     if (!(key in extra)) delete env[key];
   }
   return env;
+}
+
+/** A process that ran to its end: its exit code and what it printed. */
+export interface Ran {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+/**
+ * Runs `node …args` in the environment of a terminal with no tensorbus
+ * variables and no NODE_OPTIONS (plus `env`), killed after 60 s; resolves
+ * once it exits.
+ */
+export async function runNode(args: string[], env: Record<string, string> = {}): Promise<Ran> {
+  const childEnv = cleanEnv(env);
+  if (!('NODE_OPTIONS' in env)) delete childEnv.NODE_OPTIONS;
+  const child = spawn(process.execPath, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  clearTimeout(killer);
+  return { code, out, err };
 }
 
 export interface Launched {

@@ -1,6 +1,6 @@
 /**
  * A bus client that is not a member answers the membership and stats
- * queries (fixtures/rogue-answers.ts): a made-up worker, and made-up figures
+ * queries (startRogue, src/testing): a made-up worker, and made-up figures
  * for a real one. Neither reaches `tensorbus status` (real worker processes,
  * a real nats-server); the real workers are shown with their own figures.
  * (The dashboard's test of the same is in @tensorbus/dashboard.)
@@ -11,7 +11,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { natsTransport } from '@tensorbus/nats-transport';
 import { stop } from './fixtures/worker-functions.js';
-import { ROGUE_LOSS, startRogue } from './fixtures/rogue-answers.js';
+import { ROGUE_LOSS, startRogue } from '../src/testing/index.js';
 import { startProcessGroup, stopProcessGroups } from './process-group.js';
 
 const closers: Array<() => Promise<void> | void> = [];

@@ -7,13 +7,12 @@
  * unresolvable, as Node reports a package that is not installed.
  */
 import test from 'ava';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import type { NatsTransportModule } from '../src/nats-loader.js';
+import { runNode as run, type Ran } from './launcher-helpers.js';
 
 const packageDir = fileURLToPath(new URL('../../', import.meta.url));
 const cli = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
@@ -33,27 +32,6 @@ function importedSpecifiers(text: string): string[] {
   const patterns = [/\bfrom\s+['"]([^'"]+)['"]/g, /\bimport\s+['"]([^'"]+)['"]/g, /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g];
   for (const pattern of patterns) for (const match of text.matchAll(pattern)) found.push(match[1]!);
   return found;
-}
-
-interface Ran {
-  code: number | null;
-  out: string;
-  err: string;
-}
-
-async function run(args: string[], env: Record<string, string | undefined>): Promise<Ran> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, TENSORBUS_QUIET: '1' };
-  for (const key of ['NATS_URL', 'TENSORBUS_NAME', 'TENSORBUS_RANK', 'TENSORBUS_WORLD_SIZE', 'TENSORBUS_NAMESPACE', 'TENSORBUS_LAUNCHER_PID', 'NODE_OPTIONS']) delete childEnv[key];
-  Object.assign(childEnv, env);
-  const child = spawn(process.execPath, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const [code] = (await once(child, 'exit')) as [number | null];
-  clearTimeout(killer);
-  return { code, out, err };
 }
 
 function lastJsonLine(ran: Ran): Record<string, unknown> {

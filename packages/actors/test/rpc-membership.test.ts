@@ -1,9 +1,12 @@
 import test from 'ava';
 import { firstValueFrom, filter } from 'rxjs';
-import { DuplicateWorkerError, InvalidArgumentError, ShutdownError, WorkerUnavailableError, type InboundMessage, type SubscribeOptions, type Transport } from '@tensorbus/core';
+import { defaultCodec, DuplicateWorkerError, InvalidArgumentError, ShutdownError, WorkerUnavailableError, type InboundMessage, type SubscribeOptions, type Transport } from '@tensorbus/core';
 import { decodeWithoutTensors } from '../src/tensors.js';
-import { MEMBERS_SUBJECT } from '../src/agent/subjects.js';
-import { initRpc, type WorkerInfo } from '../src/index.js';
+import { controlSubject, MEMBERS_SUBJECT } from '../src/agent/subjects.js';
+import { Identity } from '../src/agent/identity.js';
+import { signedText } from '../src/membership/heartbeat-beat.js';
+import type { Announcement } from '../src/membership/membership-protocol.js';
+import { initRpc, type RpcAgent, type WorkerInfo } from '../src/index.js';
 import { addNumbers, sleep } from './fixtures/functions.js';
 import { eventually, newGroup, startGroup, stopAll, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
@@ -168,6 +171,58 @@ for (const kind of transportKinds()) {
     const b = await initRpc({ name: 'again', transport: group.transport() });
     tt.is(await b.rpcSync('again', addNumbers, [2, 2]), 4);
     await b.shutdown();
+  });
+
+  // Serial: ava runs serial tests before the concurrent ones, so its agents do not load the timing tests below.
+  test.serial(t('a membership message of an unknown kind or with a field of the wrong shape is dropped and counted, a control request for one answered SERIALIZATION; nothing changes'), async (tt) => {
+    const group = newGroup(kind);
+    const agents = await Promise.all(['a', 'b'].map((name) => initRpc({ name, transport: group.transport(), heartbeatMs: 100, failureTimeoutMs: 3_000 })));
+    const [a, b] = agents as [RpcAgent, RpcAgent];
+    const raw = await group.transport();
+    tt.teardown(async () => {
+      await stopAll(agents);
+      await raw.close();
+    });
+    await eventually(() => [a, b].every((agent) => agent.workers().length === 2 && agent.workers().every((w) => w.id >= 0)));
+    // A well-formed announcement of every signed kind, from a worker 'x' a knows nothing of.
+    const x = new Identity();
+    const wellFormed = (k: string): Record<string, unknown> => {
+      const message = { k, n: 'x', id: 5, inst: 'x-inst', t: 1, q: 1, sk: x.signKey, xk: x.dhKey } as Announcement;
+      return { ...message, sig: x.sign(signedText(message)) };
+    };
+    const wrong: Record<string, unknown[]> = { n: [42, 'has space', ''], id: [-2, 1.5, '5'], inst: [null, 7], t: [Number.NaN, '1'], q: [-1, 0.5], sk: ['short', 1], xk: [{}, ''], sig: [42, null] };
+    const malformed: Array<Record<string, unknown>> = [{ k: 'welcome', n: 'x' }, { k: 42 }, { n: 'x' }, { k: 'query' }, { k: 'query', reply: 'tb.call.a' }];
+    for (const k of ['hello', 'sync', 'hb', 'bye', 'here', 'claim', 'mine']) {
+      const valid = wellFormed(k);
+      for (const [field, values] of Object.entries(wrong)) {
+        for (const value of [...values, undefined]) malformed.push({ ...valid, [field]: value });
+      }
+    }
+    const membership = hostOf(a).plugin(MEMBERSHIP);
+    const view = JSON.stringify([a.workers(), b.workers()]);
+    const dropped = membership.dropped;
+    for (const message of malformed) raw.publish(MEMBERS_SUBJECT, defaultCodec.encode(message));
+    // A ping on the members subject means nothing there: dropped too.
+    raw.publish(MEMBERS_SUBJECT, defaultCodec.encode({ k: 'ping' }));
+    // A query answered on a status subject, sent last: once a answers it, a handled everything before it.
+    let answered = false;
+    raw.subscribe('tb.status.malformed', (m) => {
+      if ((decodeWithoutTensors(m.data) as { n?: unknown }).n === 'a') answered = true;
+    });
+    raw.publish(MEMBERS_SUBJECT, defaultCodec.encode({ k: 'query', reply: 'tb.status.malformed' }));
+    await eventually(() => answered);
+    tt.is(membership.dropped, dropped + malformed.length + 1, 'every malformed message dropped and counted');
+    // The control kinds (here, ping) asked for an answer: the typed error says what is wrong.
+    for (const message of [{ k: 'here' }, { ...wellFormed('here'), q: -1 }, { ...wellFormed('here'), sk: 'short' }, { ...wellFormed('here'), n: 'has space' }]) {
+      const answer = decodeWithoutTensors(await raw.request(controlSubject('a'), defaultCodec.encode(message), { timeoutMs: 2_000 })) as { ok?: boolean; error?: { code?: string; message?: string } };
+      tt.is(answer.ok, false);
+      tt.is(answer.error?.code, 'SERIALIZATION', JSON.stringify(message).slice(0, 60));
+      tt.regex(answer.error?.message ?? '', /^malformed membership message 'here': /);
+    }
+    tt.is(membership.dropped, dropped + malformed.length + 5);
+    tt.is(JSON.stringify([a.workers(), b.workers()]), view, 'neither view changed');
+    tt.false(a.workers().some((w) => w.name === 'x') || hostOf(a).members.instanceOf('x') !== undefined, 'x was never taken in');
+    tt.is(await a.rpcSync('b', addNumbers, [2, 3]), 5, 'calls go on');
   });
 
   test(t('membership$ emits the current list to late subscribers'), async (tt) => {

@@ -6,32 +6,16 @@
  * the answer an unknown id gets. RRef ids carry 128 random bits.
  */
 import test, { type ExecutionContext } from 'ava';
-import { initRpc, remoteFunction, currentAgent, type RpcAgent, type RRef } from '../src/index.js';
-import { CallAuth } from '../src/agent/call-auth.js';
-import { CallClient } from '../src/agent/call-client.js';
-import { Identity } from '../src/agent/identity.js';
+import { remoteFunction, currentAgent, type RpcAgent, type RRef } from '../src/index.js';
 import { hostOf } from '../src/internal.js';
 import { CALL_FN, FETCH_FN, FORK } from '../src/rref/rref-protocol.js';
 import { echo } from './fixtures/functions.js';
 import { forwardChain, Holder, makeLocal, rrefValue } from './fixtures/rref-functions.js';
 import { everyBitVaries } from './id-bits.js';
-import { eventually, newGroup, stopAll, transportKinds, type TransportKind } from './helpers.js';
+import { eventually, groupWithOutsider as group, transportKinds } from './helpers.js';
 
 /** Reads `rref` on worker `next`: the RRef is forked on once more (a nested fork). */
 const readOn = remoteFunction('test.rrefTrust.readOn', (next: string, rref: RRef<unknown>) => currentAgent().rpcSync(next, rrefValue, [rref]));
-
-/** `names` in a fresh group, and `outsider`: a raw caller there that is not a member (what another account's client is). */
-async function group(tt: ExecutionContext, kind: TransportKind, names: string[]): Promise<{ agents: RpcAgent[]; outsider: CallClient }> {
-  const { transport } = newGroup(kind);
-  const agents = await Promise.all(names.map((name) => initRpc({ name, transport: transport(), heartbeatMs: 100, failureTimeoutMs: 1_500 })));
-  const raw = await transport();
-  tt.teardown(async () => {
-    await stopAll(agents);
-    await raw.close().catch(() => undefined);
-  });
-  await eventually(() => agents.every((agent) => agent.workers().length === names.length));
-  return { agents, outsider: new CallClient(raw, 'outsider', undefined, () => 5_000, new CallAuth(new Identity(), 'outsider', () => undefined)) };
-}
 
 /** The error `run` rejects with, its id replaced: a refusal must read exactly as an unknown id does. */
 async function refusal(tt: ExecutionContext, run: () => Promise<unknown>, id: string): Promise<string> {

@@ -1,6 +1,6 @@
 /**
  * A bus client that is not a member answers the membership and stats
- * queries (fixtures/rogue-answers.ts): a made-up worker, and made-up figures
+ * queries (startRogue of `@tensorbus/actors/testing`): a made-up worker, and made-up figures
  * for a real one. Neither reaches the dashboard's state, over every
  * transport; the real workers are shown with their own figures.
  */
@@ -8,7 +8,7 @@ import test from 'ava';
 import { initRpc, reportStat, type RpcAgent } from '@tensorbus/actors';
 import { startDashboard } from '../src/dashboard.js';
 import type { DashboardState } from '../src/collector.js';
-import { ROGUE_LOSS, startRogue } from './fixtures/rogue-answers.js';
+import { ROGUE_LOSS, startRogue } from '@tensorbus/actors/testing';
 import { newGroup, stopAll, transportKinds } from './helpers.js';
 
 const running: RpcAgent[] = [];

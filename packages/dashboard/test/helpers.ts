@@ -1,36 +1,18 @@
 /**
- * Test helpers of the dashboard: groups of agents over one transport kind,
- * polling, and worker processes on the shared nats-server.
+ * Test helpers of the dashboard: groups of agents over one transport kind and
+ * polling (shared with the actors' tests: `@tensorbus/actors/testing`), and
+ * worker processes on the shared nats-server.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { Transport } from '@tensorbus/core';
 import { initRpc, type RpcAgent } from '@tensorbus/actors';
+import { eventually, newGroup, stopAll } from '@tensorbus/actors/testing';
 import { natsTransport } from '@tensorbus/nats-transport';
 import { sharedNatsServer, transportKinds, type TransportKind } from '@tensorbus/nats-transport/testing';
 
 export { transportKinds, type TransportKind };
+export { eventually, newGroup, stopAll };
 
 let groups = 0;
-
-/** A fresh namespace on `kind`: agents made with it see each other and nobody else. */
-export function newGroup(kind: TransportKind): { transport: () => Promise<Transport>; namespace: string } {
-  const namespace = `d${process.pid}x${++groups}`;
-  return { namespace, transport: () => kind.create({ namespace }) };
-}
-
-/** Shuts every agent down without waiting. */
-export async function stopAll(agents: RpcAgent[]): Promise<void> {
-  await Promise.all(agents.map((a) => a.shutdown({ graceful: false }).catch(() => undefined)));
-}
-
-/** Resolves once `predicate` holds, polling; rejects after `timeoutMs`. */
-export async function eventually(predicate: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 /** A static group: `p0` in the test process, `p1..p(size-1)` as OS processes of `script`, on the shared nats-server. */
 export interface ProcessGroup {

@@ -5,37 +5,17 @@
  * through the bus alone, on the no-op and 4 MB cases, in one run.
  */
 import test from 'ava';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { benchDirectory, runBench } from './run-examples.js';
 
-const main = fileURLToPath(new URL('../src/bench/main.js', import.meta.url));
 const BROWSER_SYSTEMS = ['tab-to-node', 'node-to-tab', 'tensorbus-nats-bus'];
 
-interface Result {
-  caseId: string;
-  system: string;
-  medianMs?: number;
-  n?: number;
-  skipped?: string;
-}
-
 test('examples - bench: one run measures no-op and 4 MB round trips tab → Node and Node → tab over WebSocket beside Node → Node through the bus, with the same repetitions, in a table of their own', async (t) => {
-  const out = mkdtempSync(join(tmpdir(), 'tb-bench-browser-'));
-  const child = spawn(process.execPath, [main, '--quick', '--only', 'noop,4MB', '--systems', BROWSER_SYSTEMS.join(','), '--out', out, '--no-doc', '--no-baseline'], {
-    env: { ...process.env, NATS_URL: '', TENSORBUS_QUIET: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d));
-  child.stderr.on('data', (d: Buffer) => process.stderr.write(d));
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  t.is(code, 0, stdout);
+  const run = await runBench(benchDirectory('tb-bench-browser-'), ['--quick', '--only', 'noop,4MB', '--systems', BROWSER_SYSTEMS.join(','), '--no-doc', '--no-baseline']);
+  const { stdout } = run;
+  t.is(run.code, 0, stdout);
   t.regex(stdout, /nats-server [^\n]* and ws:\/\/127\.0\.0\.1:\d+, max_payload 64 MB/, 'one nats-server, with a WebSocket port on loopback');
 
-  const report = JSON.parse(readFileSync(join(out, 'bench.json'), 'utf8')) as { results: Result[] };
+  const report = run.report();
   for (const caseId of ['noop', '4MB']) {
     const rows = BROWSER_SYSTEMS.map((system) => report.results.find((r) => r.caseId === caseId && r.system === system));
     for (const [i, r] of rows.entries()) {
@@ -46,7 +26,7 @@ test('examples - bench: one run measures no-op and 4 MB round trips tab → Node
   }
   t.false(report.results.some((r) => !['noop', '4MB'].includes(r.caseId)), 'only the cases asked for run');
 
-  const markdown = readFileSync(join(out, 'bench.md'), 'utf8');
+  const markdown = run.file('bench.md');
   const section = markdown.slice(markdown.indexOf('## A browser tab over WebSocket'));
   t.true(markdown.includes('## A browser tab over WebSocket'), markdown);
   t.regex(section, /\| case \| tab → Node \| Node → tab \| Node → Node, bus \|\n/);

@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launchExample } from './launch-example.js';
+import { launchExample } from './run-examples.js';
 
 
 test.serial('examples - parameter server: 2 trainers in 3 processes learn iris through batched updates', async (t) => {

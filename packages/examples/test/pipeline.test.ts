@@ -9,7 +9,7 @@ import { PipelinedClassifier } from '../src/pipeline/pipelined-model.js';
 import type { PipelineReport } from '../src/pipeline/report.js';
 import { denseForward, scalePixels } from '../src/pipeline/shards.js';
 import { trainStep } from '../src/pipeline/training.js';
-import { launchExample } from './launch-example.js';
+import { launchExample } from './run-examples.js';
 
 
 test('examples - pipeline: a step over 5 micro-batches through two shards updates the weights as the whole model trained locally would', async (t) => {

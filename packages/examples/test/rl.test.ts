@@ -8,7 +8,7 @@ import { countCommLines, isCommLine, RL_SOURCES } from '../src/rl/comm-lines.js'
 import { Policy } from '../src/rl/policy.js';
 import { discountedReturns, normalised } from '../src/rl/returns.js';
 import { seededRandom } from '../src/common/random.js';
-import { launchExample } from './launch-example.js';
+import { launchExample } from './run-examples.js';
 
 
 /** Steps `env` with `choose` until the episode ends; returns the last result and the number of steps. */

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunSummary } from '../src/rnn/results.js';
 import type { TrainerReport } from '../src/rnn/server.js';
-import { launchExample } from './launch-example.js';
+import { launchExample } from './run-examples.js';
 
 
 interface Run {

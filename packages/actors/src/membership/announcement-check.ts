@@ -1,14 +1,14 @@
 /**
- * The check every membership announcement passes before it counts: its form,
- * its signature, the binding of its name to its keys, and its sequence number
- * against replays (replay-window.ts). See docs/rpc.md.
+ * The check every membership announcement passes before it counts, once its
+ * form was checked (readMembershipMessage): its signature, the binding of its
+ * name to its keys, and its sequence number against replays
+ * (replay-window.ts). See docs/rpc.md.
  * @module
  */
-import { isPublicKey, type Identity } from '../agent/identity.js';
-import { isCount, isInstance, isWorkerId, isWorkerName } from '../agent/wire-checks.js';
+import type { Identity } from '../agent/identity.js';
 import { signedText } from './heartbeat-beat.js';
 import { MAX_MEMBERS, type Binding, type MemberView } from './member-view.js';
-import { ANNOUNCEMENT_KINDS, BYE, HEARTBEAT, HELLO, type Announcement } from './membership-protocol.js';
+import { BYE, HEARTBEAT, HELLO, type Announcement } from './membership-protocol.js';
 import { takeLate } from './replay-window.js';
 
 /** The worker that checks: its name, instance, keys and the newest number it signed. */
@@ -21,7 +21,7 @@ export interface CheckingWorker {
 }
 
 /**
- * True when `m` is well formed, signed by the keys it carries, and those are
+ * True when `m` (well formed: readMembershipMessage) is signed by the keys it carries, and those are
  * the keys its name is bound to in `view` (a name not bound yet, or bound to
  * an instance that has gone, binds them now), with a sequence number above
  * every one heard from that instance; or `'late'` for a member's `hb` or
@@ -30,8 +30,6 @@ export interface CheckingWorker {
  * marking it heard and the member seen.
  */
 export function authentic(m: Announcement, self: CheckingWorker, view: MemberView): boolean | 'late' {
-  if (typeof m !== 'object' || m === null || !ANNOUNCEMENT_KINDS.has(m.k) || !isWorkerName(m.n) || !isInstance(m.inst) || !isWorkerId(m.id)) return false;
-  if (typeof m.t !== 'number' || !Number.isFinite(m.t) || !isCount(m.q) || !isPublicKey(m.sk) || !isPublicKey(m.xk)) return false;
   if (!self.identity.verify(m.sk, signedText(m), m.sig)) return false;
   if (m.n === self.name) {
     // This worker's own echo, or a rival for its name (the name-claim protocol decides).

@@ -32,7 +32,7 @@ export const JOINED = 1;
 export const LEFT = 2;
 
 /** The fields an announcement's signature covers. */
-export interface SignedFields {
+export type SignedFields = {
   /** The kind of announcement. */
   k: string;
   /** The worker's name, id (-1 while it has none) and instance. */
@@ -46,7 +46,7 @@ export interface SignedFields {
   /** The sender's Ed25519 and X25519 public keys. */
   sk: string;
   xk: string;
-}
+};
 
 /** What an announcement's signature covers. */
 export function signedText(m: SignedFields): string {

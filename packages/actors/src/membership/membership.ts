@@ -2,42 +2,12 @@
  * The membership protocol: who is in the namespace, joining and leaving at any
  * time, and failure detection by heartbeats.
  *
- * - join: ping the name's control subject (an answer means the name is taken),
- *   claim it, broadcast `hello`; members answer `here` to the joiner and add
- *   it. The joiner listens for `joinSettleMs` counted from the moment its own
- *   `hello` comes back through the bus, then sends itself a `sync` through the
- *   bus and waits for it (so a slow bus or a busy event loop cannot use up the
- *   window). Two joiners of one name: the greater instance id gives up. A
- *   joiner against a worker that already holds the name: the holder answers
- *   with a heartbeat and the joiner gives up.
- * - ids: a static group's ranks are given or numbered by name; a second
- *   claimant of a taken rank is refused with DuplicateWorkerError (a holder
- *   answers its hello with `mine`; between two joiners the later one, by start
- *   time then instance id, gives up). A dynamic worker claims the smallest id
- *   nobody it knows holds, claims or held. A holder answers a claim of its id
- *   with its heartbeat, and a claimant yields to it. Between claimants of one
- *   id the one that started first keeps it (start time, then instance id: an
- *   order every worker agrees on, unlike the order two claims arrive in, which
- *   NATS may deliver differently to different subscribers); it answers a later
- *   claim with `mine`, and the loser claims again.
- *   An id is final once `join` resolves and never changes.
- * - heartbeats: every worker broadcasts `hb` every `heartbeatMs`; a worker not
- *   heard from for `failureTimeoutMs` is declared failed (while this worker's
- *   own connection is up) and `gone$` fires so pending calls fail fast. Where
- *   the transport has a beacon (NATS), a thread of its own beats too, from
- *   the hello on (heartbeat-beat.ts), so a worker whose main
- *   thread computes for long is not taken for dead; the main thread's beats
- *   go on beside it, numbered from the same shared counter.
- * - leave: broadcast `bye`; members drop the worker at once.
- * - authentication: every announcement carries the sender's public keys, a
- *   sequence number and an Ed25519 signature. The first valid claim of a name
- *   binds its keys; later messages for that name count only when signed by
- *   them with a greater sequence number (a replay or a forgery is dropped and
- *   counted), so a worker is declared gone only by itself or by failure
- *   detection. Values are checked before use: a name that is not a valid
- *   worker name never becomes a subject.
- * This file runs the protocol: join, leave, heartbeats and the dispatch of
- * announcements; the check of each announcement is in announcement-check.ts,
+ * (The protocol's steps, its messages and their check: membership-protocol.ts.)
+ *
+ * This file runs the protocol: join, leave, heartbeats and the one dispatch
+ * of its messages; the form of each message is checked by
+ * readMembershipMessage (membership-protocol.ts), the signature and binding
+ * of each announcement in announcement-check.ts,
  * name and id claims in claims.ts, the members and failure detection in
  * member-view.ts. See docs/rpc.md.
  * @module
@@ -45,16 +15,16 @@
 import { randomUuid } from '../platform/crypto.js';
 import type { BehaviorSubject, Subject, Subscription } from 'rxjs';
 import { defaultCodec, DuplicateWorkerError, RpcTimeoutError, type BeaconSlot, type Transport, type TransportSubscription } from '@tensorbus/core';
-import { waitAtMost } from '@tensorbus/core/internal';
+import { errorToWire, waitAtMost } from '@tensorbus/core/internal';
 import { decodeWithoutTensors } from '../tensors.js';
 import type { WorkerInfo } from '../worker-info.js';
-import { BYE, CLAIM, HEARTBEAT, HELLO, HERE, MINE, PING, PONG, QUERY, SYNC, type Announcement } from './membership-protocol.js';
+import { BYE, CLAIM, HEARTBEAT, HELLO, HERE, MEMBERSHIP_CONTROL_KINDS, MINE, PING, PONG, QUERY, readMembershipMessage, SYNC, type Announcement } from './membership-protocol.js';
 import { ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData } from './heartbeat-beat.js';
 import { Identity } from '../agent/identity.js';
 import type { MembershipFace } from '../agent/agent-host.js';
 import type { AgentHost, Departure } from '../agent/host.js';
 import type { MembershipTiming } from '../agent/options.js';
-import { MEMBERS_SUBJECT, STATUS_REPLY_PATTERN } from '../agent/subjects.js';
+import { MEMBERS_SUBJECT } from '../agent/subjects.js';
 import { unrefTimer } from '../platform/process.js';
 import { MemberView, type Binding, type Departed, type Member } from './member-view.js';
 import { authentic } from './announcement-check.js';
@@ -135,10 +105,7 @@ export class Membership implements MembershipFace {
       this.rank,
       this.timing.joinSettleMs,
     );
-    host.onControl(PING, () => ({ k: PONG, n: this.name, inst: this.inst }));
-    host.onControl(HERE, (m) => {
-      if (!this.left) this.accept(m);
-    });
+    for (const kind of MEMBERSHIP_CONTROL_KINDS) host.onControl(kind, (raw) => this.onMessage(raw, 'control'));
   }
 
   // ---- lifecycle (see PluginLifecycle in host.ts) ----
@@ -188,7 +155,7 @@ export class Membership implements MembershipFace {
   async join(): Promise<void> {
     this.subscription = this.transport.subscribe(MEMBERS_SUBJECT, (m) => {
       try {
-        this.onAnnouncement(decodeWithoutTensors(m.data) as Announcement);
+        this.onMessage(decodeWithoutTensors(m.data), 'members');
       } catch {
         // A malformed announcement is dropped: nothing on the wire may crash a worker.
         this.dropped++;
@@ -337,38 +304,62 @@ export class Membership implements MembershipFace {
     return message;
   }
 
-  private onAnnouncement(message: Announcement): void {
-    if (this.left) return;
-    if (typeof message === 'object' && message !== null && message.k === QUERY) {
-      // Only the status tool asks, and only on its own subjects: a query cannot make every worker publish elsewhere.
-      if (typeof message.reply === 'string' && STATUS_REPLY_PATTERN.test(message.reply)) {
-        this.transport.publish(message.reply, defaultCodec.encode(this.signed(HERE)));
-      } else {
-        this.dropped++;
-      }
-      return;
+  /**
+   * The one dispatch of the protocol's messages, from the members subject or
+   * this worker's control subject: checked where they enter
+   * (readMembershipMessage; a malformed one is dropped and counted, and a
+   * control request is answered with its SerializationError), then handled by
+   * their kind. Signed announcements count once authentic (announcement-check.ts).
+   */
+  private onMessage(raw: unknown, via: 'members' | 'control'): unknown {
+    const message = readMembershipMessage(raw);
+    if (message instanceof Error) {
+      this.dropped++;
+      return via === 'control' ? { ok: false, error: errorToWire(message) } : undefined;
     }
-    this.accept(message);
+    switch (message.k) {
+      case PING:
+        // Asked of a name's own control subject only (checkNameFree); on the members subject it means nothing.
+        if (via === 'control') return { k: PONG, n: this.name, inst: this.inst };
+        this.dropped++;
+        return undefined;
+      case QUERY:
+        // Only the status tool asks, and only on its own subjects: a query cannot make every worker publish elsewhere.
+        if (!this.left) this.transport.publish(message.reply, defaultCodec.encode(this.signed(HERE)));
+        return undefined;
+      case BYE:
+        if (this.authenticated(message)) this.view.remove(message.n, message.inst, 'left', message.q);
+        return undefined;
+      case HELLO:
+        if (!this.authenticated(message)) return undefined;
+        if (message.inst !== this.inst && message.n !== this.name) this.host.sendControl(message.n, this.signed(HERE));
+        this.observe(message);
+        return undefined;
+      case SYNC:
+      case HEARTBEAT:
+      case HERE:
+      case CLAIM:
+      case MINE:
+        if (this.authenticated(message)) this.observe(message);
+        return undefined;
+      default: {
+        const _exhaustive: never = message;
+        return _exhaustive;
+      }
+    }
   }
 
-  /** Checks an announcement's form, signature and binding; handles it, or drops and counts it. */
-  private accept(raw: unknown): void {
-    const message = raw as Announcement;
+  /**
+   * True when `message` counts: this worker has not left, and the message is
+   * signed by the keys its name is bound to with a new number; a forgery or
+   * replay is dropped and counted, a late beat only marks its sender alive.
+   */
+  private authenticated(message: Announcement): boolean {
+    if (this.left) return false;
     const verdict = authentic(message, this, this.view);
-    if (verdict === false) {
-      this.dropped++;
-      return;
-    }
+    if (verdict === false) this.dropped++;
     // A beat that the bus delivered after a later one says only that its sender lives.
-    if (verdict === 'late') return;
-    if (message.k === BYE) {
-      this.view.remove(message.n, message.inst, 'left', message.q);
-      return;
-    }
-    if (message.k === HELLO && message.inst !== this.inst && message.n !== this.name) {
-      this.host.sendControl(message.n, this.signed(HERE));
-    }
-    this.observe(message);
+    return verdict === true;
   }
 
   private observe(message: Announcement): void {

@@ -20,11 +20,10 @@
  * @module
  */
 import type { Transport, TransportSubscription } from '@tensorbus/core';
-import { Identity, isPublicKey } from '../agent/identity.js';
+import { Identity } from '../agent/identity.js';
 import { MEMBERS_SUBJECT } from '../agent/subjects.js';
-import { isInstance, isWorkerId, isWorkerName } from '../agent/wire-checks.js';
 import { signedText } from '../membership/heartbeat-beat.js';
-import { ANNOUNCEMENT_KINDS, BYE, type Announcement } from '../membership/membership-protocol.js';
+import { ANNOUNCEMENT_KINDS, BYE, readMembershipMessage, type Announcement } from '../membership/membership-protocol.js';
 import { decodeWithoutTensors } from '../tensors.js';
 
 /** Names kept at most. */
@@ -40,11 +39,11 @@ export const WITNESS_FORGET_MS = 30_000;
  */
 export const AMBIGUOUS_MS = 5_000;
 
-/** True when `m` is an announcement in form, signed by the key it carries. */
-export function signedAnnouncement(m: Announcement, identity: Identity): boolean {
-  if (typeof m !== 'object' || m === null || !isWorkerName(m.n) || !isInstance(m.inst) || !isWorkerId(m.id)) return false;
-  if (typeof m.t !== 'number' || !Number.isFinite(m.t) || typeof m.q !== 'number' || !isPublicKey(m.sk) || !isPublicKey(m.xk)) return false;
-  return identity.verify(m.sk, signedText(m), m.sig);
+/** True when `m` is an announcement in form (readMembershipMessage), signed by the key it carries. */
+export function signedAnnouncement(m: unknown, identity: Identity): m is Announcement {
+  const message = readMembershipMessage(m);
+  if (message instanceof Error || !('sig' in message)) return false;
+  return identity.verify(message.sk, signedText(message), message.sig);
 }
 
 /** The members subject as a plain client hears it. */

@@ -9,14 +9,10 @@
  * @module
  */
 import { unrefTimer } from '../platform/process.js';
+import { DELETE_BATCH_MAX, type ForkKey } from './rref-protocol.js';
 
 /** How long the first delete of a batch waits for others to the same owner, ms. */
 export const DELETE_WINDOW_MS = 2;
-/** Forks in one delete message, at most (the owner refuses longer lists). */
-export const DELETE_BATCH_MAX = 256;
-
-/** One fork to delete: `[rrefId, forkId]`. */
-export type ForkKey = readonly [rrefId: string, forkId: string];
 
 interface Batch {
   forks: ForkKey[];

@@ -1,6 +1,6 @@
 /**
  * The owner's side of the RRef protocol: the fork, forked and delete messages
- * of holders, the entries a creation request opens, the entries opened for
+ * of holders (checked by readRRefMessage before they come here), the entries a creation request opens, the entries opened for
  * RRefs that came back before their creation, and the tombstones of forks
  * deleted before their value existed. Owned values themselves are kept in
  * owner-table.ts. See docs/rref.md.
@@ -9,15 +9,13 @@
 import { RRefError } from '@tensorbus/core';
 import { errorToWire } from '@tensorbus/core/internal';
 import type { CallerIdentity } from '../agent/call-context.js';
-import type { ControlMessage } from '../agent/control.js';
 import type { AgentHost } from '../agent/host.js';
 import { isCurrentMember, isWireId } from '../peer-limits.js';
 import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { unrefTimer } from '../platform/process.js';
 import { holderName, holdsFork, isExpectedHolder, unknownRRef } from './holders.js';
-import { DELETE_BATCH_MAX } from './delete-batches.js';
 import type { OwnerEntry, OwnerTable } from './owner-table.js';
-import type { RRefWire } from './rref-protocol.js';
+import type { DeleteMessage, ForkedMessage, ForkMessage, RRefWire } from './rref-protocol.js';
 
 /** How long a fork waits for the creation of its value to reach the owner, ms. */
 export const FORK_WAIT_MS = 5_000;
@@ -40,9 +38,7 @@ export class OwnerSide {
    * A user forked its fork on (parent -> owner): the owner expects the new
    * holder's confirmation. Only a worker that holds the parent fork may.
    */
-  onForked(m: ControlMessage, sender: CallerIdentity | undefined): unknown {
-    const { rrefId, forkId, parentFork, holder } = m as { rrefId?: unknown; forkId?: unknown; parentFork?: unknown; holder?: unknown };
-    if (!isWireId(rrefId) || !isWireId(forkId) || !isWireId(parentFork) || !isWireId(holder)) return { error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: 'malformed fork' } };
+  onForked({ rrefId, forkId, parentFork, holder }: ForkedMessage, sender: CallerIdentity | undefined): unknown {
     const entry = this.owners.get(rrefId);
     // Not known (yet): the value or the parent's own fork may still be on its way; nothing is kept.
     if (!entry || !holdsFork(entry, parentFork, sender, this.host)) return this.unknownFork(rrefId);
@@ -59,9 +55,7 @@ export class OwnerSide {
    * message showed, and only when the owner sent it that fork or its parent
    * said so (onForked); anything else is answered as an unknown fork.
    */
-  onFork(m: ControlMessage, sender: CallerIdentity | undefined): unknown {
-    const { rrefId, forkId } = m as { rrefId?: unknown; forkId?: unknown };
-    if (!isWireId(rrefId) || !isWireId(forkId)) return { error: { name: 'RRefError', code: 'RREF_OWNER_LOST', message: 'malformed fork' } };
+  onFork({ rrefId, forkId }: ForkMessage, sender: CallerIdentity | undefined): unknown {
     const entry = this.owners.get(rrefId);
     // Unknown now: answered at once, nothing kept (the holder asks again while a creation or its parent's word may be on its way).
     if (!entry || sender === undefined || !holdsFork(entry, forkId, sender, this.host)) return this.unknownFork(rrefId);
@@ -82,12 +76,8 @@ export class OwnerSide {
    * when the sender holds it; a fork of a value not known yet is tombstoned
    * when the sender is the value's creator (its creation failed or timed out).
    */
-  onDelete(m: ControlMessage, sender: CallerIdentity | undefined): unknown {
-    const { forks } = m as { forks?: unknown };
-    if (!Array.isArray(forks) || forks.length > DELETE_BATCH_MAX) return { ok: false };
-    for (const fork of forks) {
-      const [rrefId, forkId] = Array.isArray(fork) ? (fork as unknown[]) : [];
-      if (!isWireId(rrefId) || !isWireId(forkId)) continue;
+  onDelete({ forks }: DeleteMessage, sender: CallerIdentity | undefined): unknown {
+    for (const [rrefId, forkId] of forks) {
       const entry = this.owners.get(rrefId);
       if (!entry) {
         if (isExpectedHolder(rrefId.slice(0, rrefId.lastIndexOf('.')), sender, this.host)) this.tombstones.add(`${rrefId}|${forkId}`);

@@ -7,7 +7,7 @@
  */
 import { WorkerUnavailableError } from '@tensorbus/core';
 import type { ControlMessage } from '../agent/control.js';
-import { CONTROL_ATTEMPTS, CONTROL_TIMEOUT_MS } from './rref-protocol.js';
+import { CONTROL_ATTEMPTS, CONTROL_TIMEOUT_MS, type RRefMessage } from './rref-protocol.js';
 
 /** What the sender needs to know about the world. */
 export interface ReliableSender {
@@ -20,7 +20,7 @@ export interface ReliableSender {
 }
 
 /** Sends `message` to `worker` until acknowledged; resolves with the reply. */
-export async function sendReliably(sender: ReliableSender, worker: string, message: ControlMessage): Promise<unknown> {
+export async function sendReliably(sender: ReliableSender, worker: string, message: RRefMessage): Promise<unknown> {
   let lastError: unknown;
   for (let attempt = 0; attempt < CONTROL_ATTEMPTS; attempt++) {
     if (sender.gone(worker)) throw new WorkerUnavailableError(`worker '${worker}' is gone`);

@@ -11,7 +11,7 @@
  * @module
  */
 import { InvalidArgumentError, RRefError, SerializationError } from '@tensorbus/core';
-import { errorFromWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
+import { errorFromWire, errorToWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
 import type { CallerIdentity } from '../agent/call-context.js';
 import type { ControlMessage } from '../agent/control.js';
 import type { AgentHost, CallOptions, PluginLifecycle, WireContext } from '../agent/host.js';
@@ -23,8 +23,10 @@ import { holdsAnyFork, unknownRRef } from './holders.js';
 import { OwnerTable, type OwnerEntry } from './owner-table.js';
 import { sendReliably, type ReliableSender } from './reliable.js';
 import { DeleteBatches } from './delete-batches.js';
-import { CHILD_ACCEPT, CREATE_FN, DELETE, FORK, FORKED, type CreateSpec, type RRefWire } from './rref-protocol.js';
-import { creationFailed, ownerLost, RRef, type HandleState, type RRefHost, type UserState } from './rref.js';
+import { CHILD_ACCEPT, CREATE_FN, DELETE, FORK, FORKED, readRRefMessage, RREF_CONTROL_KINDS, type CreateSpec, type ForkedMessage, type ForkMessage, type RRefWire } from './rref-protocol.js';
+import { creationFailed, ownerLost, RRef, type HandleState, type RRefHost, type RRefStats, type UserState } from './rref.js';
+
+export type { RRefStats } from './rref.js';
 import { Budget } from './bounded-wait.js';
 import { CreationLaunches } from './creation-launch.js';
 import { checkpointKey } from './object-checkpoints.js';
@@ -32,18 +34,6 @@ import { maxRestartsOf, retriesOf, supervise, type RemoteOptions } from './super
 import { FORK_WAIT_MS, OwnerSide } from './owner-side.js';
 import { UserForks } from './user-forks.js';
 import { OwnerCalls } from './owner-calls.js';
-
-/** Counts of `agent.rrefStats()`. */
-export interface RRefStats {
-  /** Values owned here. */
-  owners: number;
-  /** User forks held here. */
-  users: number;
-  /** Forks this owner sent that their holders have not confirmed yet. */
-  pendingUsers: number;
-  /** Forks users here sent on that the owner has not confirmed yet. */
-  pendingChildren: number;
-}
 
 type Held = { kind: 'user'; forkId: string; flag: HandleState } | { kind: 'owner'; entry: OwnerEntry; flag: HandleState };
 
@@ -79,16 +69,8 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     // A value referencing the worker must not make everything it holds look like its own.
     markOpaque(host);
     markOpaque(this);
-    // The protocol's control messages (rref-protocol.ts), all dispatched here.
-    host.onControl(FORKED, (m, sender) => this.ownerSide.onForked(m, sender));
-    host.onControl(FORK, (m, sender) => this.ownerSide.onFork(m, sender));
-    host.onControl(CHILD_ACCEPT, (m) => {
-      const { forkId } = m as { forkId?: unknown };
-      if (!isWireId(forkId)) return { ok: false };
-      this.users.childAccepted(forkId);
-      return { ok: true };
-    });
-    host.onControl(DELETE, (m, sender) => this.ownerSide.onDelete(m, sender));
+    // The protocol's control messages (rref-protocol.ts), all read and dispatched by onMessage.
+    for (const kind of RREF_CONTROL_KINDS) host.onControl(kind, (raw, sender) => this.onMessage(raw, sender));
     // A call leaving this worker goes after the creations remote() made before it.
     host.tapCalls(() => {
       if (this.launches.pending) this.launches.sendAll();
@@ -115,6 +97,31 @@ export class RRefManager implements RRefHost, PluginLifecycle {
 
   get selfName(): string {
     return this.host.name;
+  }
+
+  /**
+   * The one dispatch of the protocol's control messages: checked where they
+   * enter (readRRefMessage), refused as `{ ok: false, error }` when malformed
+   * (nothing changes), else handled by their kind.
+   */
+  private onMessage(raw: ControlMessage, sender: CallerIdentity | undefined): unknown {
+    const message = readRRefMessage(raw);
+    if (message instanceof Error) return { ok: false, error: errorToWire(message) };
+    switch (message.k) {
+      case FORKED:
+        return this.ownerSide.onForked(message, sender);
+      case FORK:
+        return this.ownerSide.onFork(message, sender);
+      case CHILD_ACCEPT:
+        this.users.childAccepted(message.forkId);
+        return { ok: true };
+      case DELETE:
+        return this.ownerSide.onDelete(message, sender);
+      default: {
+        const _exhaustive: never = message;
+        return _exhaustive;
+      }
+    }
   }
 
   // ---- lifecycle (see PluginLifecycle in host.ts) ----
@@ -260,7 +267,6 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     return this.create(rref.ownerName(), { target: rref.rrefId, method, args }, options, after);
   }
 
-
   // ---- releasing -------------------------------------------------------------
 
   async release(rref: RRef<unknown>): Promise<void> {
@@ -400,7 +406,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
    * not have told it of the fork yet: the owner answers `unknown` at once,
    * keeping nothing, and this side asks again for at most FORK_WAIT_MS.
    */
-  private async askOwner(owner: string, message: ControlMessage): Promise<void> {
+  private async askOwner(owner: string, message: ForkMessage | ForkedMessage): Promise<void> {
     const deadline = Date.now() + FORK_WAIT_MS;
     for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
       const reply = (await sendReliably(this.sender, owner, message)) as { error?: WireError; unknown?: boolean } | undefined;

@@ -2,12 +2,15 @@
  * The RRef protocol's messages, all on the workers' control subjects, all
  * acknowledged (request/reply), retried on silence, and idempotent, so a lost
  * message (a NATS reconnect drops buffered publishes) loses no reference and
- * leaks none. See docs/rref.md.
+ * leaks none. They are one union, {@link RRefMessage}, read from the wire by
+ * one function, {@link readRRefMessage}, and handled by one dispatch (the RRef
+ * manager's). See docs/rref.md.
  *
  *   parent -> owner   { k: 'rref.forked', rrefId, forkId, parentFork, holder } -> { ok } | { error }
  *   child  -> owner   { k: 'rref.fork',   rrefId, forkId, holder, parent }  -> { ok } | { error }
  *   child  -> parent  { k: 'rref.child',  rrefId, forkId }                  -> { ok }
- *   user   -> owner   { k: 'rref.delete', rrefId, forkId }                  -> { ok }
+ *   user   -> owner   { k: 'rref.delete', forks: [[rrefId, forkId], ...] }  -> { ok }
+ *   a malformed message of any kind                                          -> { ok: false, error: SERIALIZATION }
  *
  * Calls (on the call subjects, through the agent's registry):
  *   tb.rref.create(rrefId, forkId | null, spec)  runs the spec on the owner, keeps the value
@@ -16,6 +19,8 @@
  *   tb.rref.backward(rrefId, contextId, retain)   a backward pass from the value [RRef.backward]
  * @module
  */
+import { SerializationError } from '@tensorbus/core';
+import { isWireId } from '../peer-limits.js';
 
 /** Control kind: a user tells the owner it forked its fork on to another worker (before that worker confirms it). */
 export const FORKED = 'rref.forked';
@@ -27,6 +32,72 @@ export const CHILD_ACCEPT = 'rref.child';
 export const DELETE = 'rref.delete';
 /** The control kinds the RRef plugin declares. */
 export const RREF_CONTROL_KINDS = [FORKED, FORK, CHILD_ACCEPT, DELETE] as const;
+
+/** Forks in one delete message, at most (the owner refuses longer lists). */
+export const DELETE_BATCH_MAX = 256;
+
+/** One fork: `[rrefId, forkId]`. */
+export type ForkKey = readonly [rrefId: string, forkId: string];
+
+/** `rref.forked`: the sender forked its fork `parentFork` on to `holder` as `forkId`. */
+export type ForkedMessage = { k: typeof FORKED; rrefId: string; forkId: string; parentFork: string; holder: string };
+/** `rref.fork`: the sender holds fork `forkId` (it got it from `parent`). */
+export type ForkMessage = { k: typeof FORK; rrefId: string; forkId: string; holder: string; parent: string };
+/** `rref.child`: the owner confirmed the sender's fork `forkId`, a child of the receiver's. */
+export type ChildAcceptMessage = { k: typeof CHILD_ACCEPT; rrefId: string; forkId: string };
+/** `rref.delete`: the sender let go of these forks. */
+export type DeleteMessage = { k: typeof DELETE; forks: ForkKey[] };
+/** Every control message of the RRef protocol. */
+export type RRefMessage = ForkedMessage | ForkMessage | ChildAcceptMessage | DeleteMessage;
+
+/**
+ * The one check of an RRef control message from the wire: its kind is one of
+ * the protocol's and every field its kind has is of its shape (ids: non-empty
+ * strings of bounded length, `isWireId`; a delete list: at most
+ * DELETE_BATCH_MAX entries). Returns the typed message, or a
+ * SerializationError saying what is wrong. A delete's malformed entries are
+ * left out, its well-formed ones kept (one bad entry does not cost the
+ * others); fields beyond the kind's (a traceparent `tc`) are not copied.
+ */
+export function readRRefMessage(raw: unknown): RRefMessage | SerializationError {
+  const m = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+  const malformed = (what: string) => new SerializationError(`malformed RRef message ${describeKind(m.k)}: ${what}`);
+  const ids = <F extends string>(fields: readonly F[]): Record<F, string> | SerializationError => {
+    for (const field of fields) if (!isWireId(m[field])) return malformed(field);
+    return m as Record<F, string>;
+  };
+  switch (m.k) {
+    case FORKED: {
+      const f = ids(['rrefId', 'forkId', 'parentFork', 'holder'] as const);
+      return f instanceof Error ? f : { k: FORKED, rrefId: f.rrefId, forkId: f.forkId, parentFork: f.parentFork, holder: f.holder };
+    }
+    case FORK: {
+      const f = ids(['rrefId', 'forkId', 'holder', 'parent'] as const);
+      return f instanceof Error ? f : { k: FORK, rrefId: f.rrefId, forkId: f.forkId, holder: f.holder, parent: f.parent };
+    }
+    case CHILD_ACCEPT: {
+      const f = ids(['rrefId', 'forkId'] as const);
+      return f instanceof Error ? f : { k: CHILD_ACCEPT, rrefId: f.rrefId, forkId: f.forkId };
+    }
+    case DELETE: {
+      const { forks } = m;
+      if (!Array.isArray(forks) || forks.length > DELETE_BATCH_MAX) return malformed(`forks (a list of at most ${DELETE_BATCH_MAX} [rrefId, forkId])`);
+      const kept: ForkKey[] = [];
+      for (const fork of forks as unknown[]) {
+        const [rrefId, forkId] = Array.isArray(fork) ? (fork as unknown[]) : [];
+        if (isWireId(rrefId) && isWireId(forkId)) kept.push([rrefId, forkId]);
+      }
+      return { k: DELETE, forks: kept };
+    }
+    default:
+      return malformed('not a kind of the RRef protocol');
+  }
+}
+
+/** A message's kind, fit for an error message. */
+function describeKind(kind: unknown): string {
+  return typeof kind === 'string' ? `'${kind.slice(0, 64)}'` : '(no kind)';
+}
 
 /** Owner-side function: make the value [remote()]. */
 export const CREATE_FN = 'tb.rref.create';

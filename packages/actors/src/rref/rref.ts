@@ -27,6 +27,18 @@ export type RemoteProxy<T> = {
   [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => RRef<Awaited<R>> : never;
 };
 
+/** Counts of `agent.rrefStats()`. */
+export interface RRefStats {
+  /** Values owned here. */
+  owners: number;
+  /** User forks held here. */
+  users: number;
+  /** Forks this owner sent that their holders have not confirmed yet. */
+  pendingUsers: number;
+  /** Forks users here sent on that the owner has not confirmed yet. */
+  pendingChildren: number;
+}
+
 /** A user fork of a value owned elsewhere, as this worker tracks it. */
 export interface UserState {
   rrefId: string;
