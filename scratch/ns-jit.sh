@@ -1,8 +1,0 @@
-cd /work/main/scratch
-pkill -f "nats-server -c /tmp/s13/nats.conf" ; pkill -f "ns-jit.mjs" ; sleep 0.2
-ip netns exec s13a nats-server -c /tmp/s13/nats.conf >/dev/null 2>&1 &
-sleep 0.5
-ip netns exec s13b node $CALLEE_FLAGS ns-jit.mjs callee > /tmp/s13/callee.log 2>&1 &
-sleep 2.5
-ip netns exec s13a node $CALLER_FLAGS ns-jit.mjs caller 2>/tmp/s13/caller.err
-pkill -f "ns-jit.mjs callee"; pkill -f "nats-server -c /tmp/s13/nats.conf"; wait 2>/dev/null
