@@ -7,6 +7,9 @@
  * @module
  */
 
+/** Experiment knob (`npm run bench -- --experiment riding`): `TENSORBUS_EXPERIMENT_RIDING=0` writes every give-back at once, alone. */
+const RIDING = process.env.TENSORBUS_EXPERIMENT_RIDING !== '0';
+
 /** The frames due on one connection. */
 export class DueFrames {
   private frames: Buffer[] = [];
@@ -16,6 +19,7 @@ export class DueFrames {
 
   /** Holds `frame` for the next message, or for the end of this turn. */
   add(frame: Buffer): void {
+    if (!RIDING) return this.writeAlone(frame);
     if (this.frames.push(frame) > 1) return;
     setImmediate(() => {
       const due = this.take();

@@ -62,6 +62,8 @@ const DISCARD_BYTES = 64 * 1024;
  * its own memory.
  */
 const STAGING_BYTES = 16 * 1024;
+/** Experiment knob (`npm run bench -- --experiment staging`): `TENSORBUS_EXPERIMENT_STAGING=0` reads headers straight into their own buffer. */
+const STAGE_BETWEEN_FRAMES = process.env.TENSORBUS_EXPERIMENT_STAGING !== '0';
 /** The staging buffer of a connection that copies every reply into its sink (`readIntoSink` false). */
 const COPYING_STAGING_BYTES = 256 * 1024;
 
@@ -204,7 +206,7 @@ export class PeerConnection implements LaneOwner {
   private nextBuffer(): Uint8Array {
     this.staged = false;
     const read = this.read;
-    if (read.betweenFrames) return this.stagingBuffer();
+    if (read.betweenFrames && STAGE_BETWEEN_FRAMES) return this.stagingBuffer();
     // A sink's memory may move when other code runs (a WASM heap that grows where it cannot stay put): staged then.
     // (A part goes where its reply puts it: a sink's memory only where reads may go into it.)
     if (read.readingSink && !this.readIntoSink) return this.stagingBuffer();

@@ -80,6 +80,38 @@ export const EXPERIMENTS: readonly Experiment[] = [
     cases: [NOOP, KB4, RREF],
     placements: ['one-host'],
   },
+  {
+    name: 'staging',
+    mechanism: 'A read between replies goes into a 16 KB staging buffer, so a header and a small body come in one read (off: TENSORBUS_EXPERIMENT_STAGING=0, the header read into its own buffer).',
+    on: {},
+    off: { TENSORBUS_EXPERIMENT_STAGING: '0' },
+    cases: [NOOP, KB4, MB4],
+    placements: ['one-host', 'two-hosts'],
+  },
+  {
+    name: 'riding',
+    mechanism: 'A shared-memory give-back waits for the next message the other way and goes in its write (off: TENSORBUS_EXPERIMENT_RIDING=0, written at once, alone).',
+    on: {},
+    off: { TENSORBUS_EXPERIMENT_RIDING: '0' },
+    cases: [MB4, MB40],
+    placements: ['one-host'],
+  },
+  {
+    name: 'poll-backoff',
+    mechanism: 'After 3 polling windows in a row without an answer, polling stops for 1, 2, 4 ... 1024 sends (off: TENSORBUS_EXPERIMENT_POLL_BACKOFF=0).',
+    on: {},
+    off: { TENSORBUS_EXPERIMENT_POLL_BACKOFF: '0' },
+    cases: [NOOP, KB4, RREF],
+    placements: ['one-host'],
+  },
+  {
+    name: 'poll-crowded',
+    mechanism: 'No polling window opens, and an open one ends, while the machine has more runnable threads than cores (off: TENSORBUS_EXPERIMENT_POLL_CROWDED=0).',
+    on: {},
+    off: { TENSORBUS_EXPERIMENT_POLL_CROWDED: '0' },
+    cases: [NOOP, KB4, RREF],
+    placements: ['one-host'],
+  },
 ];
 
 /** The experiment called `name`; throws with the known names otherwise. */
