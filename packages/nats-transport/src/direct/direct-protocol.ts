@@ -30,15 +30,6 @@
  *   requester -> [0x06][ref 32]                                                    the reply's segment is given back
  *   responder -> [0x03][id u32][0x04][size = 0]                                    cannot map: send the bytes instead
  *
- * A large deferred frame (tensor bytes still in tensor memory) is announced
- * before it is in its segment, and read while its sender copies it in (see
- * shm/filling.ts); the responder answers such a request's deferred reply
- * the same way:
- *
- *   requester -> [0x07][id u32][token 16][subject length u16][subject][ref 32]   the request is filling the requester's segment
- *   responder -> [0x03][id u32][0x06][size = 32][ref 32]                           the reply is filling the responder's segment
- *   responder -> [0x03][id u32][0x07][size = 0]                                    the request stopped filling: send it another way
- *
  * A segment is given back once the receiver has decoded from it (or dropped
  * it); the sender reuses it only then. A broken connection gives back
  * everything lent over it.
@@ -90,8 +81,6 @@ export const OP_CALL_PULLED = 0x04;
 export const OP_CALL_SHM = 0x05;
 /** One-way op: the requester gives back the segment of a reply. */
 export const OP_RELEASE = 0x06;
-/** Request op: as OP_CALL_SHM, the segment still filling (see shm/filling.ts). */
-export const OP_CALL_FILLING = 0x07;
 /** One-way op: this connection joins a lane group (see stripes). */
 export const OP_LANE = 0x08;
 /** Response op: a part of a striped reply. */
@@ -135,10 +124,6 @@ export const REPLY_SHM = 0x02;
 export const REPLY_NO_SHM = 0x04;
 /** Reply status (id 0): the requester's segment named by the reference that follows is given back. */
 export const REPLY_RELEASE = 0x05;
-/** Reply status: the reply is filling the responder's segment; its reference follows. */
-export const REPLY_FILLING = 0x06;
-/** Reply status: the request's segment stopped filling before it was whole; nothing was delivered. */
-export const REPLY_FILL_STALLED = 0x07;
 /** Bytes of a token. */
 export const TOKEN_BYTES = 16;
 /** Bytes of an OP_CALL header before the subject: op, id (u32), route token, subject length (u16). */
