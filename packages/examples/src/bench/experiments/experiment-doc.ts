@@ -6,7 +6,8 @@
  * only when every pair ratio is on the same side of 1.0.
  * @module
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median } from '../stats.js';
 import { generatedMarkers, replaceGeneratedPart } from '../report/generated-part.js';
@@ -55,6 +56,7 @@ export function renderExperiment(outcome: ExperimentOutcome): string {
 export function writeExperimentDoc(outcome: ExperimentOutcome, doc = EXPERIMENTS_DOC): string {
   const command = `npm run bench -- --experiment ${outcome.experiment.name}`;
   const markers = generatedMarkers(command, 'packages/examples/src/bench/experiments/');
+  mkdirSync(dirname(doc), { recursive: true });
   const text = existsSync(doc) ? readFileSync(doc, 'utf8') : '# Data-plane experiments\n';
   if (!text.includes(markers.begin)) writeFileSync(doc, `${text.trimEnd()}\n\n## ${outcome.experiment.name}\n\n${markers.begin}\n${markers.end}\n`);
   const refused = replaceGeneratedPart(doc, markers, renderExperiment(outcome));

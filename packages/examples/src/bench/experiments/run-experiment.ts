@@ -13,6 +13,9 @@ import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { namespacesRefused, TwoHosts } from '@tensorbus/nats-transport/testing';
 import { startNatsServer } from '@tensorbus/nats-transport';
+import { fileURLToPath } from 'node:url';
+import { APP_CASES } from '../apps/app-cases.js';
+import { runExample } from '../apps/run-apps.js';
 import { BenchChild } from '../process/bench-child.js';
 import { median } from '../stats.js';
 import type { Experiment, ExperimentCase, Placement } from './experiment-list.js';
@@ -108,6 +111,19 @@ function blockPlan(c: ExperimentCase, quick: boolean): [number, number, number] 
   return quick ? [1, 0, 1] : [1, 0, 2];
 }
 
+/** The repository (this file is packages/examples/dist/src/bench/experiments/run-experiment.js). */
+const REPOSITORY = fileURLToPath(new URL('../../../../../../', import.meta.url));
+/** Episode rounds of the RL example per block. */
+const RL_EPISODES = 30;
+
+/** One run of the RL example through `tensorbus launch` with `env`: ms per environment step. */
+async function rlBlock(env: Record<string, string>, quick: boolean): Promise<number> {
+  const rl = APP_CASES.find((c) => c.id === 'rl')!;
+  const episodes = String(quick ? 5 : RL_EPISODES);
+  const rate = await runExample(rl, { label: 'experiment', root: REPOSITORY, env: { ...env, TENSORBUS_QUIET: '1' } }, quick, (out) => ['--max-episodes', episodes, '--out', out]);
+  return 1000 / rate;
+}
+
 /** One block of `c` on `side`: its figure (ms per call). */
 async function block(side: Side, c: ExperimentCase, warmup: number, calls: number): Promise<number> {
   if (c.kind === 'rref') {
@@ -123,10 +139,11 @@ async function runCases(e: Experiment, placement: Placement, a: Side, b: Side, o
   const out: CaseOutcome[] = [];
   for (const c of e.cases) {
     const [warmup, rewarm, calls] = blockPlan(c, options.quick);
-    const outcome: CaseOutcome = { placement, caseId: c.id, unit: c.kind === 'rref' ? 'ms per RRef cycle' : 'ms per round trip', on: [], off: [], ratios: [] };
+    const unit = c.kind === 'rl' ? 'ms per environment step of the RL example' : c.kind === 'rref' ? 'ms per RRef cycle' : 'ms per round trip';
+    const outcome: CaseOutcome = { placement, caseId: c.id, unit, on: [], off: [], ratios: [] };
     for (let r = 0; r < options.rounds; r++) {
-      const on = await block(a, c, r === 0 ? warmup : rewarm, calls);
-      const off = await block(b, c, r === 0 ? warmup : rewarm, calls);
+      const on = c.kind === 'rl' ? await rlBlock(e.on, options.quick) : await block(a, c, r === 0 ? warmup : rewarm, calls);
+      const off = c.kind === 'rl' ? await rlBlock(e.off, options.quick) : await block(b, c, r === 0 ? warmup : rewarm, calls);
       outcome.on.push(on);
       outcome.off.push(off);
       outcome.ratios.push(on / off);
@@ -196,7 +213,9 @@ async function betweenHosts(e: Experiment, placements: Placement[], options: Exp
   }
 }
 
+/** The commit measured: `TENSORBUS_BENCH_COMMIT` when the run is from a copy of a build, else git's HEAD (and whether the tree differs). */
 function commitNow(): string {
+  if (process.env.TENSORBUS_BENCH_COMMIT) return process.env.TENSORBUS_BENCH_COMMIT;
   try {
     const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
     const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
