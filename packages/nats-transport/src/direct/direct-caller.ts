@@ -255,7 +255,7 @@ export class DirectCaller {
       const returned = connection.borrow();
       const giveBack = () => {
         returned();
-        connection.sendSoon(releaseFrame(replyRef));
+        connection.send(releaseFrame(replyRef));
       };
       try {
         if (responder?.pid !== replyRef.pid) throw new Error(`process ${replyRef.pid} is not the responder at the other end`);

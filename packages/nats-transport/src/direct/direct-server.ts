@@ -328,16 +328,11 @@ export class DirectServer {
     this.reply(conn, id, status, segmentRefBytes(ref));
   }
 
-  /**
-   * Tells the requester its segment `ref` is no longer read here: in front
-   * of the next reply on the connection (a request's segment is given back
-   * just before its reply is written: one write, one wakeup of the
-   * requester), or at the end of this turn of the event loop.
-   */
+  /** Tells the requester its segment `ref` is no longer read here. */
   private giveBack(conn: ServedConnection, ref: SegmentRef): void {
     if (conn.closed) return;
     if (conn.busy > 0) conn.busy--;
-    conn.releases.add(Buffer.concat([replyHeader(0, REPLY_RELEASE, SEGMENT_REF_BYTES), segmentRefBytes(ref)]));
+    conn.writer.write(replyHeader(0, REPLY_RELEASE, SEGMENT_REF_BYTES), segmentRefBytes(ref));
   }
 
   /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */
@@ -348,17 +343,14 @@ export class DirectServer {
     };
     // The peer that called may well call again at once.
     busyPoll.sent();
-    const due = conn.releases.take();
     const lanes = status === REPLY_OK && !(body instanceof Uint8Array) ? this.lanes.lanesFor(conn.socket, body.byteLength) : undefined;
     if (lanes && !(body instanceof Uint8Array)) {
-      if (due) conn.writer.write(due, EMPTY);
       this.stripedSent++;
       // Lanes only receive: what is written on them keeps them from being swept as idle.
       const laneConnections = lanes.map((lane) => this.connections.get(lane)!);
       for (const lane of laneConnections) lane.active = true;
       return writeStriped(laneConnections.map((lane) => lane.writer), id, body, written);
     }
-    const header = replyHeader(id, status, body.byteLength);
-    return conn.writer.write(due ? Buffer.concat([due, header]) : header, body, written);
+    return conn.writer.write(replyHeader(id, status, body.byteLength), body, written);
   }
 }
