@@ -4,15 +4,15 @@
  * @module
  */
 import { Frame, payloadFrame, RequestFailure, TransportError, WorkerUnavailableError, type Payload } from '@tensorbus/core';
-import { readSegmentRef, SEGMENT_REF_BYTES, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
+import { readSegmentRef, SEGMENT_REF_BYTES, segmentRefBytes, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
   CALL_HEAD_BYTES,
+  giveBackFrame,
   hostId,
   OP_CALL,
   OP_CALL_PULLED,
   OP_CALL_SHM,
-  OP_RELEASE,
   REPLY_NO_SHM,
   REPLY_OK,
   REPLY_SHM,
@@ -59,14 +59,6 @@ function sharedCallHead(id: number, token: Buffer, subject: string, ref: Segment
   subjectBytes.copy(head, CALL_HEAD_BYTES);
   writeSegmentRef(head, CALL_HEAD_BYTES + subjectBytes.length, ref);
   return head;
-}
-
-/** The frame that gives back the segment `ref` of a reply. */
-function releaseFrame(ref: SegmentRef): Buffer {
-  const frame = Buffer.allocUnsafe(1 + SEGMENT_REF_BYTES);
-  frame[0] = OP_RELEASE;
-  writeSegmentRef(frame, 1, ref);
-  return frame;
 }
 
 /** What a broken connection means for a request on it. */
@@ -255,7 +247,7 @@ export class DirectCaller {
       const returned = connection.borrow();
       const giveBack = () => {
         returned();
-        connection.send(releaseFrame(replyRef));
+        connection.send(giveBackFrame(segmentRefBytes(replyRef)));
       };
       try {
         if (responder?.pid !== replyRef.pid) throw new Error(`process ${replyRef.pid} is not the responder at the other end`);

@@ -20,9 +20,9 @@ import {
   REPLY_NO_ROUTE,
   REPLY_NO_SHM,
   REPLY_OK,
-  REPLY_RELEASE,
   REPLY_SHM,
   MAX_LANES,
+  giveBackFrame,
   replyHeader,
   type DirectOffer,
   type DirectOptions,
@@ -332,7 +332,7 @@ export class DirectServer {
   private giveBack(conn: ServedConnection, ref: SegmentRef): void {
     if (conn.closed) return;
     if (conn.busy > 0) conn.busy--;
-    conn.writer.write(replyHeader(0, REPLY_RELEASE, SEGMENT_REF_BYTES), segmentRefBytes(ref));
+    conn.writer.write(giveBackFrame(segmentRefBytes(ref)), EMPTY);
   }
 
   /** Writes a reply frame; `onWritten` is told once the socket has taken all of it. */

@@ -19,10 +19,10 @@ import {
   laneFrame,
   newToken,
   OP_PART,
+  OP_RELEASE,
   OP_REPLY,
   readSize,
   REPLY_OK,
-  REPLY_RELEASE,
   STRIPE_MAX_BYTES,
   STRIPE_MIN_BYTES,
 } from './direct-protocol.js';
@@ -238,8 +238,8 @@ export class PeerConnection implements LaneOwner {
       if (read.readingHeader) return true;
       const header = read.header;
       if (header[0] === OP_PART) return this.beginPart(header.readUInt32BE(1), readSize(header, 5), readSize(header, 13), header.readUInt32BE(21));
-      if (header[0] !== OP_REPLY || this.lane) {
-        this.fail(this.lane ? 'sent a whole reply on a lane' : 'sent something other than a reply');
+      if ((header[0] !== OP_REPLY && header[0] !== OP_RELEASE) || this.lane) {
+        this.fail(this.lane ? 'sent a whole reply on a lane' : 'sent something other than a reply or a give-back');
         return false;
       }
       return this.begin(header.readUInt32BE(1), header[5]!, readSize(header, 6));
@@ -274,8 +274,8 @@ export class PeerConnection implements LaneOwner {
     const read = this.read;
     read.got = 0;
     const waiting = this.pending.get(id);
-    const problem = id === 0
-      ? (status === REPLY_RELEASE && size === SEGMENT_REF_BYTES ? undefined : 'sent a malformed give-back')
+    const problem = read.header[0] === OP_RELEASE
+      ? (id === 0 && size === SEGMENT_REF_BYTES ? undefined : 'sent a malformed give-back')
       : !waiting
         ? 'answered a request it was not sent'
         : replyRefusal(status, size, waiting.limit, this.maxReplyBytes);
@@ -378,7 +378,7 @@ export class PeerConnection implements LaneOwner {
     const id = this.read.header.readUInt32BE(1);
     const status = this.read.header[5]!;
     const reply: PeerReply = { status, data: this.read.takeBody() ?? emptyFrame() };
-    if (id === 0 && reply.status === REPLY_RELEASE) return this.loans.takeBack(reply.data);
+    if (this.read.header[0] === OP_RELEASE) return this.loans.takeBack(reply.data);
     const waiting = this.pending.get(id);
     this.pending.delete(id);
     this.armStall();

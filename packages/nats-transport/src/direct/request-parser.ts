@@ -9,7 +9,7 @@
 import { TransportError, type Frame } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
-import { CALL_HEAD_BYTES, GET_BYTES, LANE_BYTES, OP_CALL, OP_CALL_PULLED, OP_CALL_SHM, OP_GET, OP_LANE, OP_RELEASE, readSize, TOKEN_BYTES } from './direct-protocol.js';
+import { CALL_HEAD_BYTES, GET_BYTES, LANE_BYTES, OP_CALL, OP_CALL_PULLED, OP_CALL_SHM, OP_GET, OP_LANE, OP_RELEASE, readSize, REPLY_HEADER_BYTES, TOKEN_BYTES } from './direct-protocol.js';
 
 /** A request read off a connection. */
 export type DirectRequest =
@@ -143,9 +143,10 @@ export class RequestParser {
         this.emit({ op: 'lane', group: input.subarray(1, 1 + TOKEN_BYTES).toString('hex'), index: input[LANE_BYTES - 1]! });
         input = input.subarray(LANE_BYTES);
       } else if (op === OP_RELEASE) {
-        if (input.length < 1 + SEGMENT_REF_BYTES) break;
-        this.emit({ op: 'release', ref: readSegmentRef(input, 1) });
-        input = input.subarray(1 + SEGMENT_REF_BYTES);
+        if (input.length < REPLY_HEADER_BYTES + SEGMENT_REF_BYTES) break;
+        if (input.readUInt32BE(1) !== 0 || readSize(input, 6) !== SEGMENT_REF_BYTES) throw new MalformedRequestError('a malformed give-back');
+        this.emit({ op: 'release', ref: readSegmentRef(input, REPLY_HEADER_BYTES) });
+        input = input.subarray(REPLY_HEADER_BYTES + SEGMENT_REF_BYTES);
       } else {
         throw new MalformedRequestError(`unknown op ${op}`);
       }
