@@ -1,8 +1,11 @@
 import test from 'ava';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { Frame } from '@tensorbus/core';
 import { ConnectionPool } from '../src/direct/connection-pool.js';
 import { ReplySizeError } from '../src/direct/peer-replies.js';
-import { REPLY_HEADER_BYTES, REPLY_OK, replyHeader } from '../src/direct/direct-protocol.js';
+import { giveBackFrame, OP_RELEASE, REPLY_HEADER_BYTES, REPLY_OK, replyHeader } from '../src/direct/direct-protocol.js';
+import { RequestParser, type DirectRequest } from '../src/direct/request-parser.js';
+import { segmentRefBytes, type SegmentRef } from '../src/shm/shared-segments.js';
 
 function body(size: number, seed: number): Buffer {
   const bytes = Buffer.allocUnsafe(size);
@@ -73,4 +76,41 @@ test('peer connection - replies that share a read, split inside a header, refuse
   t.true(four.status === 'fulfilled' && four.value.data.byteLength === 0);
   t.true(five.status === 'fulfilled' && Buffer.from(five.value.data.bytes).toString() === 'end');
   t.false(connection.broken);
+});
+
+const REF: SegmentRef = { pid: 4242, fd: 17, id: '0123456789abcdef', size: 1 << 20, length: 1000 };
+
+test('peer connection - a give-back is one frame, the same both ways: a port\'s give-back returns the lent segment and the connection goes on', async (t) => {
+  const frame = giveBackFrame(segmentRefBytes(REF));
+  t.is(frame[0], OP_RELEASE);
+  t.is(frame.byteLength, REPLY_HEADER_BYTES + 32);
+  // The port answers the first request, then gives the segment back, then answers the second.
+  const port = await scriptedPort(16, [Buffer.concat([replyHeader(1, REPLY_OK, 2), Buffer.from('ok')]), frame, Buffer.concat([replyHeader(2, REPLY_OK, 4), Buffer.from('more')])]);
+  const pool = new ConnectionPool();
+  t.teardown(() => {
+    pool.close();
+    port.close();
+  });
+  const connection = pool.get('127.0.0.1', port.port);
+  let returned = 0;
+  connection.lend(REF, Frame.own(new Uint8Array(8), () => returned++));
+  const head = Buffer.alloc(8);
+  const [first, second] = await Promise.all([connection.request(() => head), connection.request(() => head)]);
+  t.is(Buffer.from(first.data.bytes).toString(), 'ok');
+  t.is(Buffer.from(second.data.bytes).toString(), 'more');
+  t.is(returned, 1, 'the lent segment came back');
+  t.false(connection.broken);
+});
+
+test('peer connection - the data port reads the requester\'s give-back as the same frame, and refuses a malformed one', (t) => {
+  const got: DirectRequest[] = [];
+  const parser = new RequestParser((request) => got.push(request));
+  const frame = giveBackFrame(segmentRefBytes(REF));
+  // Split anywhere, it is one give-back.
+  parser.feed(frame.subarray(0, 20));
+  parser.feed(frame.subarray(20));
+  t.deepEqual(got, [{ op: 'release', ref: REF }]);
+  const malformed = Buffer.from(frame);
+  malformed.writeUInt32BE(7, 1);
+  t.throws(() => new RequestParser(() => undefined).feed(malformed), { message: /malformed give-back/ });
 });

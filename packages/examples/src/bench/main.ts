@@ -22,6 +22,8 @@
  *
  *   npm run bench -- [--quick] [--only noop,4KB,...,apps] [--systems tensorbus-nats,tcp,...] [--out dir]
  *                    [--baseline <git rev> | --no-baseline] [--doc file | --no-doc] [--allow-partial]
+ *   npm run bench -- --experiment <name | list> [--rounds N] [--quick] [--no-doc]
+ *                    (a data-plane A/B experiment instead: experiments/experiment-command.ts)
  * @module
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -32,6 +34,7 @@ import { prepareBaseline } from './apps/baseline-build.js';
 import type { AppReport } from './apps/app-report.js';
 import { runApps } from './apps/run-apps.js';
 import { APPS_ID, CASES, GROWTH_ID, PEAK_MEMORY_BYTES, TWO_HOST_CASE_IDS, type BenchCase } from './cases.js';
+import { experimentCommand } from './experiments/experiment-command.js';
 import { runGrowth } from './growth.js';
 import { loadNow, machineInfo, versions } from './machine.js';
 import { parseOptions } from './options.js';
@@ -50,6 +53,11 @@ import { runTwoHosts } from './two-hosts.js';
 const NATS_MAX_PAYLOAD = 64 * 1024 * 1024;
 
 process.on('SIGINT', () => process.exit(130));
+if (process.argv.includes('--experiment')) {
+  // A data-plane A/B experiment instead of the benchmark (experiments/).
+  await experimentCommand(process.argv.slice(2));
+  process.exit(0);
+}
 const options = parseOptions(process.argv.slice(2));
 const started = new Date();
 const selected = SYSTEM_IDS.filter((s) => options.systems.has(s));

@@ -14,6 +14,8 @@
  *                       of this repository); only a full run writes it
  *   --no-doc            leave every doc alone
  *   --allow-partial     write the doc from a partial run too (it says so, with the reasons)
+ *   --experiment <name> a data-plane A/B experiment instead of the benchmark (`list` names them; with
+ *                       --rounds N pairs, default 6; see experiments/experiment-command.ts)
  * @module
  */
 import { resolve } from 'node:path';

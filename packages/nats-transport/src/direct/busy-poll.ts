@@ -52,6 +52,10 @@ export const MAX_SKIP = 1024;
 /** How often an open window checks that the machine still has a core to spare, ms. */
 export const CHECK_MS = 0.5;
 
+/** Experiment knobs (`npm run bench -- --experiment poll-backoff | poll-crowded`): `=0` leaves out the backoff after misses, the crowded check. */
+const BACKOFF = process.env.TENSORBUS_EXPERIMENT_POLL_BACKOFF !== '0';
+const CROWDED_CHECK = process.env.TENSORBUS_EXPERIMENT_POLL_CROWDED !== '0';
+
 /** What polling has done so far in this process (for tests and the benchmark). */
 export interface BusyPollStats {
   /** Windows in which an answer landed (counted as it lands). */
@@ -139,7 +143,7 @@ export class BusyPoll {
       this.counts.skipped++;
       return;
     }
-    if (this.crowdedProbe(now)) {
+    if (CROWDED_CHECK && this.crowdedProbe(now)) {
       this.counts.crowded++;
       return;
     }
@@ -167,7 +171,7 @@ export class BusyPoll {
 
   private onTick(): void {
     const now = performance.now();
-    if (now - this.checkedAt >= CHECK_MS) {
+    if (CROWDED_CHECK && now - this.checkedAt >= CHECK_MS) {
       this.checkedAt = now;
       if (this.crowdedProbe(now)) {
         // The wait is no longer polled through: it is not timed.
@@ -186,7 +190,7 @@ export class BusyPoll {
     // No answer in the window: a miss, which backs off below; the wait, not polled through to its end, is not timed.
     this.timing = false;
     this.counts.misses++;
-    if (++this.missesInRow >= MISSES_BEFORE_BACKOFF) {
+    if (BACKOFF && ++this.missesInRow >= MISSES_BEFORE_BACKOFF) {
       this.skipLeft = this.nextSkip;
       this.nextSkip = Math.min(this.nextSkip * 2, MAX_SKIP);
     }

@@ -1,74 +1,39 @@
 /**
- * The direct data plane: large payloads travel on a TCP connection between
- * the two processes instead of through the NATS server, negotiated per
- * transfer, with the chunked NATS path as the fallback that always works.
+ * The direct data plane's wire format, in one table: every frame a data-port
+ * connection carries. Requests flow from the connecting side (a requester,
+ * or a receiver fetching an offer) to the port; replies and parts flow back;
+ * a give-back flows either way. Numbers are big-endian; `size` (and `total`,
+ * `offset`) is a u64 written as two u32 (hi, lo); `ref` is a 32-byte
+ * shared-memory segment reference, [pid u32][fd u32][segment id 8][segment
+ * size][frame length] (shm/shared-segments.ts). See docs/data-plane.md for
+ * the routes and message flows; the NATS headers that offer a port
+ * (tb-route, tb-direct) are in direct-headers.ts.
  *
- *   sender   -> subject   announcement (as for chunks) + header tb-direct: "<hostId> <host>:<port> <token>"
- *   receiver -> host:port [0x01][id u32][token 16]                             GET, on a pooled connection
- *   sender   -> receiver  [0x03][id u32][status][size: u32 hi, u32 lo][bytes]  status 0x01: no such offer
- *   receiver -> tb-pull   {"s": ..., "done": true}                             the sender frees the payload
+ * | op   | direction     | frame                                                                           | meaning |
+ * |------|---------------|---------------------------------------------------------------------------------|---------|
+ * | 0x01 | to the port   | [0x01][id u32][token 16]                                                        | GET: send me the offer `token` names (from a tb-direct header) |
+ * | 0x02 | to the port   | [0x02][id u32][token 16][subject length u16][subject][size][payload]            | CALL: a request to `subject` on the route `token` (from a tb-route header) |
+ * | 0x04 | to the port   | [0x04][id u32][token 16][subject length u16][subject][offer length u16][offer][size] | PULLED CALL: the port GETs the payload from the requester's port (`offer`, a tb-direct value) |
+ * | 0x05 | to the port   | [0x05][id u32][token 16][subject length u16][subject][ref]                      | SHM CALL: the payload lies in the requester's segment `ref` |
+ * | 0x08 | to the port   | [0x08][group token 16][lane index u8]                                           | LANE: this connection joins a lane group (index 0: the requester's first connection) |
+ * | 0x03 | from the port | [0x03][id u32][status u8][size][body]                                           | REPLY to request `id`, status below |
+ * | 0x09 | from the port | [0x09][id u32][total][offset][length u32][length bytes]                         | PART of the reply to `id`, on one connection of its group |
+ * | 0x06 | either way    | [0x06][0 u32][0x00][size = 32][ref]                                             | GIVE-BACK: the segment `ref` is no longer read here |
  *
- * Direct routes for requests: a reply from a subscriber that alone serves its
- * subject (a worker's call subject) carries tb-route "<hostId> <host>:<port>
- * <token>"; the requester may send later requests to that subject on a pooled
- * TCP connection instead of through NATS:
+ * | status | body      | meaning |
+ * |--------|-----------|---------|
+ * | 0x00   | the reply | OK: the handler's answer, or the offer's bytes for a GET |
+ * | 0x01   | empty     | NO ROUTE: no such route or offer (removed, withdrawn, never made): not delivered |
+ * | 0x02   | ref       | SHM: the reply lies in the responder's segment `ref` |
+ * | 0x04   | empty     | NO SHM: the responder cannot map the requester's segment: not delivered |
  *
- *   requester -> [0x02][id u32][token 16][subject length u16][subject][size: u32 hi, u32 lo][size bytes]
- *   requester -> [0x04][id u32][token 16][subject length u16][subject][offer length u16][offer][size: u32 hi, u32 lo]
- *   responder -> [0x03][id u32][status][size: u32 hi, u32 lo][size bytes]     status 0x01: no such route
- *
- * Every request carries an id and is answered by one 0x03 frame with that id,
- * in any order: one connection class (peer-connection.ts) reads them all.
- *
- * Between processes on one host that both have shared memory (see
- * shm/shared-segments.ts), a request or reply that lies in a segment of its
- * sender travels as a 32-byte segment reference instead of its bytes:
- *
- *   requester -> [0x05][id u32][token 16][subject length u16][subject][ref 32]   the request is in the requester's segment
- *   responder -> [0x03][id u32][0x02][size = 32][ref 32]                           the reply is in the responder's segment
- *   responder -> [0x03][0 u32][0x05][size = 32][ref 32]                            the request's segment is given back
- *   requester -> [0x06][ref 32]                                                    the reply's segment is given back
- *   responder -> [0x03][id u32][0x04][size = 0]                                    cannot map: send the bytes instead
- *
- * A large deferred frame (tensor bytes still in tensor memory) is announced
- * before it is in its segment, and read while its sender copies it in (see
- * shm/filling.ts); the responder answers such a request's deferred reply
- * the same way:
- *
- *   requester -> [0x07][id u32][token 16][subject length u16][subject][ref 32]   the request is filling the requester's segment
- *   responder -> [0x03][id u32][0x06][size = 32][ref 32]                           the reply is filling the responder's segment
- *   responder -> [0x03][id u32][0x07][size = 0]                                    the request stopped filling: send it another way
- *
- * A segment is given back once the receiver has decoded from it (or dropped
- * it); the sender reuses it only then. A broken connection gives back
- * everything lent over it.
- *
- * Between hosts, one TCP stream carries a few MB at a time no faster than its
- * window grows, so a requester that got a large reply opens *lanes*: more
- * connections to the same data port, joined to its first one by a group
- * token. Later large replies on any connection of the group go out in parts,
- * one per connection, each saying where it belongs (see docs/data-plane.md):
- *
- *   requester -> [0x08][group token 16][lane index u8]                                       this connection joins the group (first one included)
- *   responder -> [0x09][id u32][total: u32 hi, u32 lo][offset: u32 hi, u32 lo][length u32][length bytes]   part of the reply to request id
- *
- * 0x04 is for large requests: the responder fetches the payload as an offer
- * (a GET on the requester's port), so both ends read large payloads straight
- * into their final buffers (Node gives accepted sockets no such reads).
- *
- * A request refused with "no such route", or whose connection could not be
- * opened, was never delivered and goes through NATS instead; one whose
- * connection breaks after it was sent fails with WorkerUnavailableError, as a NATS
- * request to a dead worker would.
- *
- * The receiver pulls: whoever got the announcement (a queue member, the
- * requester of a reply) fetches, so the sender never needs to know who that
- * is. The token is 16 random bytes and travels only inside the announcement,
- * so the data port gives nothing to whoever cannot read the subject — account
- * and subject permissions still decide who can get a payload. A loopback
- * endpoint is used only by a process on the same host (same host id). If the
- * connection cannot be made, breaks, or stalls, the receiver pulls the same
- * payload in chunks through NATS. See docs/data-plane.md.
+ * Every request (GET, CALL, PULLED CALL, SHM CALL) carries an id and gets
+ * exactly one REPLY, or PARTs adding up to one, with that id, in any order
+ * (peer-connection.ts reads them); LANE and GIVE-BACK get none. A request
+ * answered NO ROUTE or NO SHM, or whose connection could not be opened, was
+ * not delivered and may go another way (the bus, or its bytes); one whose
+ * connection breaks after it was sent fails with WorkerUnavailableError (it
+ * may have run). Anything else on a connection drops it.
  * @module
  */
 import { randomBytes } from 'node:crypto';
@@ -88,10 +53,8 @@ export const OP_REPLY = 0x03;
 export const OP_CALL_PULLED = 0x04;
 /** Request op: a direct request whose payload lies in the requester's shared-memory segment. */
 export const OP_CALL_SHM = 0x05;
-/** One-way op: the requester gives back the segment of a reply. */
+/** One-way op, either way: the segment whose reference follows is no longer read here (see {@link giveBackFrame}). */
 export const OP_RELEASE = 0x06;
-/** Request op: as OP_CALL_SHM, the segment still filling (see shm/filling.ts). */
-export const OP_CALL_FILLING = 0x07;
 /** One-way op: this connection joins a lane group (see stripes). */
 export const OP_LANE = 0x08;
 /** Response op: a part of a striped reply. */
@@ -123,7 +86,7 @@ export const STRIPE_MIN_BYTES = 2 ** 20;
 export const STRIPE_MAX_BYTES = 64 * 2 ** 20;
 /** Parts start at multiples of this many bytes (a page): about equal, so every lane carries its share. */
 export const PART_ALIGN = 4096;
-/** Bytes of an OP_REPLY header: op, id (u32), status, size (two u32). */
+/** Bytes of an OP_REPLY (and OP_RELEASE) header: op, id (u32), status, size (two u32). */
 export const REPLY_HEADER_BYTES = 1 + 4 + 1 + 8;
 /** Reply status: the handler answered; its bytes follow. */
 export const REPLY_OK = 0x00;
@@ -133,12 +96,6 @@ export const REPLY_NO_ROUTE = 0x01;
 export const REPLY_SHM = 0x02;
 /** Reply status: the responder cannot map the requester's segment; nothing was delivered. */
 export const REPLY_NO_SHM = 0x04;
-/** Reply status (id 0): the requester's segment named by the reference that follows is given back. */
-export const REPLY_RELEASE = 0x05;
-/** Reply status: the reply is filling the responder's segment; its reference follows. */
-export const REPLY_FILLING = 0x06;
-/** Reply status: the request's segment stopped filling before it was whole; nothing was delivered. */
-export const REPLY_FILL_STALLED = 0x07;
 /** Bytes of a token. */
 export const TOKEN_BYTES = 16;
 /** Bytes of an OP_CALL header before the subject: op, id (u32), route token, subject length (u16). */
@@ -202,6 +159,17 @@ export function partHeader(id: number, total: number, offset: number, length: nu
   writeSize(header, 13, offset);
   header.writeUInt32BE(length, 21);
   return header;
+}
+
+/** The give-back of a segment, the same frame both ways: an OP_RELEASE header (id 0, status 0, size 32), then `ref` (its 32 bytes). */
+export function giveBackFrame(ref: Uint8Array): Buffer {
+  const frame = Buffer.allocUnsafe(REPLY_HEADER_BYTES + ref.byteLength);
+  frame[0] = OP_RELEASE;
+  frame.writeUInt32BE(0, 1);
+  frame[5] = REPLY_OK;
+  writeSize(frame, 6, ref.byteLength);
+  frame.set(ref, REPLY_HEADER_BYTES);
+  return frame;
 }
 
 /** Options of the direct data plane. */

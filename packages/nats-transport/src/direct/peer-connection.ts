@@ -19,16 +19,15 @@ import {
   laneFrame,
   newToken,
   OP_PART,
+  OP_RELEASE,
   OP_REPLY,
   readSize,
   REPLY_OK,
-  REPLY_RELEASE,
   STRIPE_MAX_BYTES,
   STRIPE_MIN_BYTES,
 } from './direct-protocol.js';
 import { ReplyLanes, type LaneOwner } from './reply-lanes.js';
 import { busyPoll } from './busy-poll.js';
-import { DueFrames } from './due-frames.js';
 import { READ_INTO_HEAP } from './heap-writes.js';
 import {
   ConnectionLostError,
@@ -56,14 +55,11 @@ interface Pending {
 /** Bytes read at a time while passing over a refused reply. */
 const DISCARD_BYTES = 64 * 1024;
 /**
- * A read between replies goes into a buffer this large, so a reply's header
- * and a small body (and any replies behind it) come in one read; the bytes
- * are then copied where they go. A larger body's rest is read straight into
- * its own memory.
+ * Where a connection that may not read into a sink's memory (`readIntoSink`
+ * false) reads the sink's bytes (and a part's), to copy them in inside the
+ * read's callback.
  */
-const STAGING_BYTES = 16 * 1024;
-/** The staging buffer of a connection that copies every reply into its sink (`readIntoSink` false). */
-const COPYING_STAGING_BYTES = 256 * 1024;
+const STAGING_BYTES = 256 * 1024;
 
 /** A pooled connection; requests are answered in any order. */
 export class PeerConnection implements LaneOwner {
@@ -84,10 +80,6 @@ export class PeerConnection implements LaneOwner {
   private readonly options: PeerConnectionOptions;
   /** Where a refused reply's bytes are read, to be passed over. */
   private discardBuffer: Uint8Array | undefined;
-  /** Frames that get no reply, not written yet: they go in front of the next request, or at the end of this turn of the event loop. */
-  private readonly due = new DueFrames((bytes) => {
-    if (!this.broken) this.socket.write(bytes);
-  });
   private nextId = 0;
   private connected = false;
   private stallTimer: NodeJS.Timeout | undefined;
@@ -145,31 +137,22 @@ export class PeerConnection implements LaneOwner {
       this.pending.set(id, { resolve, reject, replySink, limit });
       this.armStall();
       busyPoll.sent();
-      const due = this.due.take();
       if (!payload || payload.byteLength < COALESCE_BYTES) {
-        const parts: Uint8Array[] = [frame];
-        if (due) parts.unshift(due);
-        if (payload) parts.push(payload.bytes);
-        this.socket.write(parts.length === 1 ? frame : Buffer.concat(parts));
+        this.socket.write(payload ? Buffer.concat([frame, payload.bytes]) : frame);
         return;
       }
       // The socket reads the payload's memory until written: it keeps a share till then.
       const share = payload.retain();
       this.socket.cork();
-      this.socket.write(due ? Buffer.concat([due, frame]) : frame);
+      this.socket.write(frame);
       this.socket.write(share.bytes, () => share.release());
       this.socket.uncork();
     });
   }
 
-  /**
-   * Sends a frame that gets no reply, in front of the next request on this
-   * connection (a reply's segment is given back just before the next call:
-   * one write, one wakeup of the peer), or at the end of this turn of the
-   * event loop.
-   */
-  sendSoon(frame: Buffer): void {
-    if (!this.broken) this.due.add(frame);
+  /** Sends a frame that gets no reply (a reply's segment given back). */
+  send(frame: Buffer): void {
+    if (!this.broken) this.socket.write(frame);
   }
 
   /** Records `frame` (in the segment `ref`) as lent to the peer, taking the caller's share: released once given back. */
@@ -204,7 +187,6 @@ export class PeerConnection implements LaneOwner {
   private nextBuffer(): Uint8Array {
     this.staged = false;
     const read = this.read;
-    if (read.betweenFrames) return this.stagingBuffer();
     // A sink's memory may move when other code runs (a WASM heap that grows where it cannot stay put): staged then.
     // (A part goes where its reply puts it: a sink's memory only where reads may go into it.)
     if (read.readingSink && !this.readIntoSink) return this.stagingBuffer();
@@ -214,7 +196,7 @@ export class PeerConnection implements LaneOwner {
   /** The staging buffer, as the memory of the next read: what lands there is copied where it belongs. */
   private stagingBuffer(): Uint8Array {
     this.staged = true;
-    return (this.staging ??= Buffer.allocUnsafe(this.readIntoSink ? STAGING_BYTES : COPYING_STAGING_BYTES));
+    return (this.staging ??= Buffer.allocUnsafe(STAGING_BYTES));
   }
 
   private onRead(n: number): boolean {
@@ -230,8 +212,8 @@ export class PeerConnection implements LaneOwner {
   }
 
   /**
-   * `n` bytes read into `staging` between replies: headers, bodies or parts
-   * of them, each copied where a direct read would have put it, in order.
+   * `n` bytes of a sink's (or a part's) read into `staging`, copied where a
+   * direct read would have put them.
    */
   private consumeStaged(n: number): boolean {
     const staging = this.staging!;
@@ -256,8 +238,8 @@ export class PeerConnection implements LaneOwner {
       if (read.readingHeader) return true;
       const header = read.header;
       if (header[0] === OP_PART) return this.beginPart(header.readUInt32BE(1), readSize(header, 5), readSize(header, 13), header.readUInt32BE(21));
-      if (header[0] !== OP_REPLY || this.lane) {
-        this.fail(this.lane ? 'sent a whole reply on a lane' : 'sent something other than a reply');
+      if ((header[0] !== OP_REPLY && header[0] !== OP_RELEASE) || this.lane) {
+        this.fail(this.lane ? 'sent a whole reply on a lane' : 'sent something other than a reply or a give-back');
         return false;
       }
       return this.begin(header.readUInt32BE(1), header[5]!, readSize(header, 6));
@@ -292,8 +274,8 @@ export class PeerConnection implements LaneOwner {
     const read = this.read;
     read.got = 0;
     const waiting = this.pending.get(id);
-    const problem = id === 0
-      ? (status === REPLY_RELEASE && size === SEGMENT_REF_BYTES ? undefined : 'sent a malformed give-back')
+    const problem = read.header[0] === OP_RELEASE
+      ? (id === 0 && size === SEGMENT_REF_BYTES ? undefined : 'sent a malformed give-back')
       : !waiting
         ? 'answered a request it was not sent'
         : replyRefusal(status, size, waiting.limit, this.maxReplyBytes);
@@ -396,7 +378,7 @@ export class PeerConnection implements LaneOwner {
     const id = this.read.header.readUInt32BE(1);
     const status = this.read.header[5]!;
     const reply: PeerReply = { status, data: this.read.takeBody() ?? emptyFrame() };
-    if (id === 0 && reply.status === REPLY_RELEASE) return this.loans.takeBack(reply.data);
+    if (this.read.header[0] === OP_RELEASE) return this.loans.takeBack(reply.data);
     const waiting = this.pending.get(id);
     this.pending.delete(id);
     this.armStall();

@@ -29,11 +29,6 @@ export class ReplyReadState {
   /** Where bytes beyond an announced body land (the connection then fails). */
   private readonly spare = Buffer.alloc(64);
 
-  /** Nothing is being read: the next bytes start a frame. */
-  get betweenFrames(): boolean {
-    return this.headerGot === 0 && this.discard === 0;
-  }
-
   /** Bytes of the header being read. */
   headerBytes(): number {
     return this.headerGot > 0 && this.header[0] === OP_PART ? PART_HEADER_BYTES : REPLY_HEADER_BYTES;

@@ -1,6 +1,6 @@
 /**
  * The connections a data port serves: one record per socket (its parser,
- * writer, pending give-backs, lent replies, proven peer and activity), how
+ * writer, lent replies, proven peer and activity), how
  * many may be open at once, and the sweep that closes the silent and idle
  * ones.
  * @module
@@ -8,11 +8,8 @@
 import type { Socket } from 'node:net';
 import type { Frame } from '@tensorbus/core';
 import type { PeerProcess } from '../shm/socket-peer.js';
-import { DueFrames } from './due-frames.js';
 import { FrameWriter } from './frame-writer.js';
 import type { RequestParser } from './request-parser.js';
-
-const EMPTY = new Uint8Array(0);
 
 /** What a data port keeps of one connection it serves. */
 export class ServedConnection {
@@ -20,8 +17,6 @@ export class ServedConnection {
   readonly writer: FrameWriter;
   /** Replies lent in shared memory (a share each), by segment id, until given back. */
   readonly lent = new Map<string, Frame>();
-  /** Give-backs not written yet: they go in front of the next reply, or at the end of this turn of the event loop. */
-  readonly releases: DueFrames;
   /** Reads its requests. */
   readonly parser: RequestParser;
   /**
@@ -45,8 +40,6 @@ export class ServedConnection {
   /** `parserOf` makes the connection's request parser (it may keep the connection it is given). */
   constructor(readonly socket: Socket, parserOf: (connection: ServedConnection) => RequestParser) {
     this.writer = new FrameWriter(socket);
-    // A give-back no reply took goes alone (the writer lets go of it if the socket closed meanwhile).
-    this.releases = new DueFrames((bytes) => this.writer.write(bytes, EMPTY));
     this.parser = parserOf(this);
   }
 

@@ -206,6 +206,41 @@ export class TwoHosts {
     return server;
   }
 
+  /**
+   * Adds `ms` of delay to every packet leaving either end of the veth pair
+   * (`tc qdisc add dev <veth> root netem delay <ms>ms`, so a round trip gains
+   * twice that), as a network between machines has; {@link removeDelay}
+   * takes it off. Throws, having added nothing, where the kernel has no
+   * netem (CONFIG_NET_SCH_NETEM) or `tc` is missing.
+   */
+  addDelay(ms: number): void {
+    if (!(ms > 0 && ms <= 1000)) throw new RangeError(`a delay of 0-1000 ms, got ${String(ms)}`);
+    const added: Array<0 | 1> = [];
+    try {
+      for (const i of [0, 1] as const) {
+        execFileSync(this.ipCommand, ['netns', 'exec', this.names[i], 'tc', 'qdisc', 'add', 'dev', this.devices[i], 'root', 'netem', 'delay', `${ms}ms`], { stdio: 'pipe' });
+        added.push(i);
+      }
+    } catch (error) {
+      for (const i of added) this.removeDelayOf(i);
+      const said = (error as { stderr?: Buffer }).stderr?.toString().trim();
+      throw new Error(`cannot add netem delay on the veth pair (tc: ${said || (error as Error).message})`);
+    }
+  }
+
+  /** Takes off a delay {@link addDelay} added (nothing when there is none). */
+  removeDelay(): void {
+    for (const i of [0, 1] as const) this.removeDelayOf(i);
+  }
+
+  private removeDelayOf(i: 0 | 1): void {
+    try {
+      execFileSync(this.ipCommand, ['netns', 'exec', this.names[i], 'tc', 'qdisc', 'del', 'dev', this.devices[i], 'root'], { stdio: 'pipe' });
+    } catch {
+      // No qdisc of ours there.
+    }
+  }
+
   /** Kills every process started here and removes the namespaces (and their veth pair). */
   remove(): void {
     for (const child of this.children) child.kill('SIGKILL');

@@ -59,16 +59,17 @@ function run(command: string, args: string[], options: { cwd: string; env?: Node
   });
 }
 
-/** One run of an example on a build: its rate. */
-async function runExample(c: AppCase, build: Build, quick: boolean): Promise<number> {
+/** One run of an example on a build: its rate; `args` replaces the case's own flags (given the run's out folder). */
+export async function runExample(c: AppCase, build: Build, quick: boolean, args?: (out: string) => string[]): Promise<number> {
   const out = mkdtempSync(join(tmpdir(), `tensorbus-bench-${c.id}-`));
   try {
     const launcher = join(build.root, 'packages/actors/dist/src/cli/main.js');
-    const args = [launcher, 'launch', '-n', String(c.names.length), '--names', c.names.join(','), join(build.root, c.script), ...c.args(quick, out)];
+    const flags = args ? args(out) : c.args(quick, out);
+    const command = [launcher, 'launch', '-n', String(c.names.length), '--names', c.names.join(','), join(build.root, c.script), ...flags];
     // The launcher starts its own nats-server; a NATS_URL of the caller's must not send both builds to one bus.
     const env: NodeJS.ProcessEnv = { ...process.env, ...build.env };
     delete env.NATS_URL;
-    const stdout = await run(process.execPath, args, { cwd: build.root, env, timeoutMs: 15 * 60_000 });
+    const stdout = await run(process.execPath, command, { cwd: build.root, env, timeoutMs: 15 * 60_000 });
     return c.rate(stdout, out);
   } finally {
     rmSync(out, { recursive: true, force: true });

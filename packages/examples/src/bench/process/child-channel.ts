@@ -79,14 +79,17 @@ export function namespaceOption(): { namespace?: string } {
 }
 
 /**
- * The data-port address of a tensorbus process of the bench: between two
+ * The data-port options of a tensorbus process of the bench: between two
  * hosts, its host's address on the veth pair (`TENSORBUS_BENCH_DIRECT_HOST`),
  * listened on and advertised; by default the transport's own (loopback); no
- * data port at all with `TENSORBUS_BENCH_BUS_ONLY=1`.
+ * data port at all with `TENSORBUS_BENCH_BUS_ONLY=1`; `direct.lanes` from
+ * `TENSORBUS_BENCH_LANES` (the lanes experiment's switch).
  */
-export function directOptions(): { direct?: { host: string } | false } {
+export function directOptions(): { direct?: { host?: string; lanes?: number } | false } {
   // The bench's bus-only systems (TENSORBUS_BENCH_BUS_ONLY=1): every call through the nats-server.
   if (process.env.TENSORBUS_BENCH_BUS_ONLY === '1') return { direct: false };
   const host = process.env.TENSORBUS_BENCH_DIRECT_HOST;
-  return host ? { direct: { host } } : {};
+  const lanes = process.env.TENSORBUS_BENCH_LANES;
+  if (!host && !lanes) return {};
+  return { direct: { ...(host ? { host } : {}), ...(lanes ? { lanes: Number(lanes) } : {}) } };
 }

@@ -1,0 +1,103 @@
+/**
+ * The data-plane experiments of `npm run bench -- --experiment <name>`: each
+ * names a mechanism, the switch that turns it off (environment variables of
+ * the tensorbus processes), the cases it can matter to, and where it is
+ * measured (one host; two hosts joined by a veth pair; the same with
+ * `tc netem` delay added). See run-experiment.ts for how a run goes and
+ * docs/experiments/data-plane.md for the results, those of the mechanisms
+ * that were removed for showing no gain included.
+ * @module
+ */
+
+/** Where an experiment runs: one host, two network namespaces, or two with netem delay on their veth pair. */
+export type Placement = 'one-host' | 'two-hosts' | 'two-hosts-netem';
+
+/**
+ * A case of an experiment: a round trip of `bytes` (0: no-op), RRef cycles
+ * per second, or the RL example through `tensorbus launch` with
+ * `--max-episodes 30` (one run per block; one host only).
+ */
+export interface ExperimentCase {
+  id: string;
+  kind: 'latency' | 'rref' | 'rl';
+  bytes?: number;
+}
+
+/** One A/B experiment. */
+export interface Experiment {
+  name: string;
+  /** What the mechanism is, in a sentence (printed above its table). */
+  mechanism: string;
+  /** Environment of both tensorbus processes with the mechanism on (A) and off (B). */
+  on: Record<string, string>;
+  off: Record<string, string>;
+  cases: ExperimentCase[];
+  placements: Placement[];
+}
+
+const MB = 2 ** 20;
+const NOOP: ExperimentCase = { id: 'noop', kind: 'latency', bytes: 0 };
+const KB4: ExperimentCase = { id: '4KB', kind: 'latency', bytes: 4096 };
+const MB4: ExperimentCase = { id: '4MB', kind: 'latency', bytes: 4 * MB };
+const MB400: ExperimentCase = { id: '400MB', kind: 'latency', bytes: 400 * MB };
+const RREF: ExperimentCase = { id: 'rref', kind: 'rref' };
+const RL: ExperimentCase = { id: 'RL example', kind: 'rl' };
+
+/** Every experiment, by name. */
+export const EXPERIMENTS: readonly Experiment[] = [
+  {
+    name: 'lanes',
+    mechanism: 'A requester that got a large reply from another host opens 8 connections to its data port, and replies of 1-64 MiB go out striped over them (off: direct.lanes 1, through TENSORBUS_BENCH_LANES).',
+    on: {},
+    off: { TENSORBUS_BENCH_LANES: '1' },
+    cases: [MB4, MB400],
+    placements: ['two-hosts', 'two-hosts-netem'],
+  },
+  {
+    name: 'write-from-heap',
+    mechanism: 'Deferred frames are written to the socket straight from the WASM heap instead of through chunk buffers (TENSORBUS_WRITE_FROM_HEAP=0 off).',
+    on: {},
+    off: { TENSORBUS_WRITE_FROM_HEAP: '0' },
+    cases: [MB4, MB400],
+    placements: ['one-host', 'two-hosts'],
+  },
+  {
+    name: 'shm-max-frame',
+    mechanism: 'Frames beyond 64 MiB stream over TCP instead of going through a shared-memory segment (off: TENSORBUS_SHM_MAX_FRAME_BYTES=1 GiB, every frame in a segment).',
+    on: {},
+    off: { TENSORBUS_SHM_MAX_FRAME_BYTES: String(2 ** 30) },
+    cases: [MB400],
+    placements: ['one-host'],
+  },
+  {
+    name: 'busy-poll',
+    mechanism: 'After a send on a direct route the event loop polls for 500 µs (TENSORBUS_BUSY_POLL_US=0 off).',
+    on: {},
+    off: { TENSORBUS_BUSY_POLL_US: '0' },
+    cases: [NOOP, KB4, RREF, RL],
+    placements: ['one-host'],
+  },
+  {
+    name: 'poll-backoff',
+    mechanism: 'After 3 polling windows in a row without an answer, polling stops for 1, 2, 4 ... 1024 sends (off: TENSORBUS_EXPERIMENT_POLL_BACKOFF=0).',
+    on: {},
+    off: { TENSORBUS_EXPERIMENT_POLL_BACKOFF: '0' },
+    cases: [NOOP, KB4, RREF, RL],
+    placements: ['one-host'],
+  },
+  {
+    name: 'poll-crowded',
+    mechanism: 'No polling window opens, and an open one ends, while the machine has more runnable threads than cores (off: TENSORBUS_EXPERIMENT_POLL_CROWDED=0).',
+    on: {},
+    off: { TENSORBUS_EXPERIMENT_POLL_CROWDED: '0' },
+    cases: [NOOP, KB4, RREF, RL],
+    placements: ['one-host'],
+  },
+];
+
+/** The experiment called `name`; throws with the known names otherwise. */
+export function experimentNamed(name: string): Experiment {
+  const found = EXPERIMENTS.find((e) => e.name === name);
+  if (!found) throw new Error(`unknown experiment '${name}'; experiments: ${EXPERIMENTS.map((e) => e.name).join(', ')}`);
+  return found;
+}
