@@ -3,10 +3,10 @@
  */
 import type { Tensor } from '@tensorflow/tfjs';
 import { tf, type Transport } from '@tensorbus/core';
-import { transportKinds, type TransportKind } from '@tensorbus/nats-transport/testing';
+import { transportKind, transportKinds, type TransportKind } from '@tensorbus/nats-transport/testing';
 import { initRpc, type InitRpcOptions, type RpcAgent } from '../src/index.js';
 
-export { transportKinds, type TransportKind };
+export { transportKind, transportKinds, type TransportKind };
 
 let groups = 0;
 const started = new Set<RpcAgent>();

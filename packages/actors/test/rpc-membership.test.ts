@@ -5,7 +5,7 @@ import { decodeWithoutTensors } from '../src/tensors.js';
 import { MEMBERS_SUBJECT } from '../src/agent/subjects.js';
 import { initRpc, type WorkerInfo } from '../src/index.js';
 import { addNumbers, sleep } from './fixtures/functions.js';
-import { eventually, newGroup, startGroup, stopAll, transportKinds } from './helpers.js';
+import { eventually, newGroup, startGroup, stopAll, transportKind, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
 import { hostOf, MEMBERSHIP } from '../src/internal.js';
 
@@ -201,7 +201,7 @@ function ownClaimsLate(inner: Transport, self: string, delayMs: number): Transpo
 }
 
 test('local - membership - two joiners that each hear the other claim an id before their own claim get 0 and 1: claims are ordered by start, not by arrival', async (t) => {
-  const group = newGroup(transportKinds().find((k) => k.name === 'local')!);
+  const group = newGroup(transportKind('local'));
   const agents = await Promise.all(['p', 'q'].map(async (name) => initRpc({ name, heartbeatMs: 100, failureTimeoutMs: 2_000, transport: ownClaimsLate(await group.transport(), name, 150) })));
   t.deepEqual(agents.map((a) => a.self.id).sort(), [0, 1]);
   await stopAll(agents);
