@@ -89,7 +89,7 @@ test('observe - stats: a snapshot is checked field by field before use', (t) => 
   t.is(checkWorkerStats([1]), undefined);
 });
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - observe - ${title}`;
 
   test.serial(t('stats: a worker answers with its identity, backend, members, calls per function, errors by code, RRefs and contexts'), async (tt) => {

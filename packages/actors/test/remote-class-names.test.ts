@@ -22,7 +22,7 @@ const NamedWeights = remoteClass(
 
 test.after.always(stopEverything);
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   test.serial(`${kind.name} - remote class - a second instance naming the same tf.variable says what to do instead of tfjs's bare refusal`, async (t) => {
     const [a] = await startGroup(kind, ['a', 'w1']);
     const name = `test-names/${kind.name}/w`;

@@ -79,8 +79,10 @@ for (const kind of transportKinds()) {
   });
 
   test(t('a name nobody serves and a callee that goes away mid-call fail with different reasons'), async (tt) => {
-    // Membership is slow here on purpose: the transport, not the failure detector, tells the caller.
-    const agents = await startGroup(kind, ['a', 'b'], { heartbeatMs: 100, failureTimeoutMs: 20_000 });
+    // Membership is slow here on purpose: the transport, not the failure detector, tells the caller. Except on
+    // the bus, which cannot see a callee's end go away (see Transport.request): there the failure detector does.
+    const blind = kind.route === 'nats';
+    const agents = await startGroup(kind, ['a', 'b'], { heartbeatMs: 100, failureTimeoutMs: blind ? 1_000 : 20_000 });
     const [a, b] = agents as [typeof agents[0], typeof agents[0]];
     const nobody = await tt.throwsAsync(a.rpcSync('nobody', echo, [1]), { instanceOf: WorkerUnavailableError });
     tt.is(nobody!.reason, RequestFailure.NoResponders);
@@ -91,8 +93,13 @@ for (const kind of transportKinds()) {
     // b's connection goes without a goodbye, as when its process dies.
     await b.transport.close();
     const lost = await pending;
-    tt.is(lost!.reason, RequestFailure.ResponderLost);
-    tt.regex(lost!.message, /'b' went away during the call of 'test\.sleep'/);
+    if (blind) {
+      tt.is(lost!.reason, undefined, 'no transport reason: the failure detector ended the call');
+      tt.regex(lost!.message, /'b' stopped answering \(no heartbeat for 1000 ms\)/);
+    } else {
+      tt.is(lost!.reason, RequestFailure.ResponderLost);
+      tt.regex(lost!.message, /'b' went away during the call of 'test\.sleep'/);
+    }
     await stopAll(agents);
   });
 

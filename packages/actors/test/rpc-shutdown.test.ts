@@ -7,7 +7,7 @@ import { stopEverything } from './helpers.js';
 
 test.after.always(stopEverything);
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - shutdown - ${title}`;
 
   test(t('graceful shutdown in a static group waits for uneven workloads everywhere'), async (tt) => {

@@ -14,6 +14,12 @@
  * - `nats-shm`: the default deployment (direct routes, shared memory between
  *   processes of one host, as between transports of one process).
  *
+ * The conformance suite and the core actor suites (calls, RRefs,
+ * distributed autograd, streams, membership) run over all four; the other
+ * suites over all but `nats-tcp` (`transportKinds('without-tcp')`), whose
+ * calls differ from `nats-shm`'s only below what they test, so that the
+ * whole suite stays within CI's time.
+ *
  * `TENSORBUS_TEST_TRANSPORTS` narrows them to a comma-separated list of
  * names (`nats` is an alias of `nats-shm`); a name it does not know is an
  * error, not a silently empty suite.
@@ -106,19 +112,24 @@ const kinds: TransportKind[] = [
 /** Names TENSORBUS_TEST_TRANSPORTS also takes, for a kind. */
 const ALIASES: Record<string, TransportKindName> = { nats: 'nats-shm' };
 
+/** Which kinds a suite runs over: every route, or every route but the TCP one (see the module's note). */
+export type KindSet = 'all' | 'without-tcp';
+
 /**
- * The transport kinds to run suites over: all, unless TENSORBUS_TEST_TRANSPORTS
- * narrows them (e.g. `local,nats-bus`). Throws on a name it does not know.
+ * The transport kinds to run a suite over: `set` of them (default all), of
+ * which TENSORBUS_TEST_TRANSPORTS keeps those it lists (e.g.
+ * `local,nats-bus`). Throws on a name it does not know.
  */
-export function transportKinds(): TransportKind[] {
+export function transportKinds(set: KindSet = 'all'): TransportKind[] {
+  const inSet = set === 'all' ? kinds : kinds.filter((k) => k.name !== 'nats-tcp');
   const listed = process.env.TENSORBUS_TEST_TRANSPORTS?.split(',').map((s) => s.trim()).filter((s) => s !== '');
-  if (!listed?.length) return kinds;
+  if (!listed?.length) return inSet;
   const wanted = listed.map((name) => {
     const known = ALIASES[name] ?? kinds.find((k) => k.name === name)?.name;
     if (!known) throw new Error(`TENSORBUS_TEST_TRANSPORTS names '${name}': use ${kinds.map((k) => k.name).join(', ')} (or nats for nats-shm)`);
     return known;
   });
-  return kinds.filter((k) => wanted.includes(k.name));
+  return inSet.filter((k) => wanted.includes(k.name));
 }
 
 /** The kind named `name` (whatever TENSORBUS_TEST_TRANSPORTS says), for tests about one route's mechanism. */
