@@ -38,7 +38,8 @@ async function firstLine<T>(t: ExecutionContext, name: string, args: string[], k
       text += chunk.toString();
       if (text.includes('\n')) resolve(JSON.parse(text.slice(0, text.indexOf('\n'))) as T);
     });
-    child.once('exit', (code) => reject(new Error(`${name} exited with ${code} before it said anything`)));
+    // 'close', not 'exit': a child that prints and exits at once may exit before its output is read here.
+    child.once('close', (code) => reject(new Error(`${name} exited with ${code} before it said anything`)));
   });
 }
 
