@@ -134,7 +134,8 @@ for (const kind of transportKinds()) {
     await stopAll([a, c]);
   });
 
-  test(t('a worker that stops answering is declared gone; pending and new calls fail fast'), async (tt) => {
+  // Serial: it times the failure detector, which the file's other tests, four kinds of them at once, would starve.
+  test.serial(t('a worker that stops answering is declared gone; pending and new calls fail fast'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b'], { heartbeatMs: 100, failureTimeoutMs: 500 });
     const [a, b] = agents;
     // Heartbeat timers do not hold a process open, and a local transport has no socket that
