@@ -85,7 +85,7 @@ test('agent host - a protocol function declared twice, or not registered at all,
   t.is((missing as { code?: string }).code, 'UNKNOWN_FUNCTION');
 });
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - agent host - ${title}`;
 
   test(t('a protocol added as one plugin works end to end: its control kind and its function'), async (tt) => {

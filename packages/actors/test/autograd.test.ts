@@ -44,10 +44,12 @@ async function allReleased(agents: RpcAgent[]): Promise<void> {
   await eventually(() => agents.every((a) => a.distAutograd.size === 0), 5_000);
 }
 
+// One at a time: run together over four kinds, the 88 groups of this file (3 workers each, heartbeats every
+// 100 ms) starved one test process until calls of every kind, in-process included, went 60 s unanswered.
 for (const kind of transportKinds()) {
   const t = (title: string) => `${kind.name} - autograd - ${title}`;
 
-  test(t('contexts get unique ids, carry them into calls, and are released everywhere when the callback settles'), async (tt) => {
+  test.serial(t('contexts get unique ids, carry them into calls, and are released everywhere when the callback settles'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b', 'c']);
     const [a, b, c] = agents as [RpcAgent, RpcAgent, RpcAgent];
     const ids = new Set<string>();
@@ -71,7 +73,7 @@ for (const kind of transportKinds()) {
     await tt.throwsAsync(a.distAutograd.backward('nope', [tf.scalar(1)]), { code: 'AUTOGRAD_CONTEXT_NOT_FOUND' });
   });
 
-  test(t('the context is released when the callback throws, and context() rejects with that error'), async (tt) => {
+  test.serial(t('the context is released when the callback throws, and context() rejects with that error'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b']);
     const [a] = agents as [RpcAgent];
     let id = '';
@@ -87,7 +89,7 @@ for (const kind of transportKinds()) {
     tt.throws(() => a.distAutograd.getGradients(id), { code: 'AUTOGRAD_CONTEXT_NOT_FOUND' } as never);
   });
 
-  test(t('contexts do not nest; backward checks its roots'), async (tt) => {
+  test.serial(t('contexts do not nest; backward checks its roots'), async (tt) => {
     const agents = await group(tt, kind, ['a']);
     const [a] = agents as [RpcAgent];
     const w = variable([3], 1);
@@ -104,7 +106,7 @@ for (const kind of transportKinds()) {
     w.dispose();
   });
 
-  test(t('simple: a remote op between local variables and a local loss'), async (tt) => {
+  test.serial(t('simple: a remote op between local variables and a local loss'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b']);
     const [a] = agents as [RpcAgent];
     const t1 = variable([3, 3], 1);
@@ -134,7 +136,7 @@ for (const kind of transportKinds()) {
     tf.dispose([t1, t2, t4, ...expected]);
   });
 
-  test(t('to self, and a tensor sent back unchanged'), async (tt) => {
+  test.serial(t('to self, and a tensor sent back unchanged'), async (tt) => {
     const agents = await group(tt, kind, ['a']);
     const [a] = agents as [RpcAgent];
     const t1 = variable([4], 4);
@@ -153,7 +155,7 @@ for (const kind of transportKinds()) {
     tf.dispose([t1, t2, ...expected]);
   });
 
-  test(t('multiple round trips, with local ops in between and a remote loss'), async (tt) => {
+  test.serial(t('multiple round trips, with local ops in between and a remote loss'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b', 'c']);
     const [a] = agents as [RpcAgent];
     const ts = [1, 2, 3, 4, 5].map((seed) => variable([3, 3], seed + 10));
@@ -180,7 +182,7 @@ for (const kind of transportKinds()) {
     await allReleased(agents);
   });
 
-  test(t('nested 0→1→2→0 and deeper chains, awaited or not'), async (tt) => {
+  test.serial(t('nested 0→1→2→0 and deeper chains, awaited or not'), async (tt) => {
     const agents = await group(tt, kind, ['w0', 'w1', 'w2']);
     const [w0] = agents as [RpcAgent];
     const x = variable([5], 20);
@@ -202,7 +204,7 @@ for (const kind of transportKinds()) {
     tf.dispose([x, w, ...expected]);
   });
 
-  test(t('multiple roots, unused tensors and multiple outputs'), async (tt) => {
+  test.serial(t('multiple roots, unused tensors and multiple outputs'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b']);
     const [a] = agents as [RpcAgent];
     const [t1, t2, t3, unused] = [30, 31, 32, 33].map((seed) => variable([3], seed)) as [tf.Variable, tf.Variable, tf.Variable, tf.Variable];
@@ -233,7 +235,7 @@ for (const kind of transportKinds()) {
     tf.dispose([t1, t2, t3, unused, ...expected]);
   });
 
-  test(t('repeated backward with retainGraph accumulates; without it the graph is used up'), async (tt) => {
+  test.serial(t('repeated backward with retainGraph accumulates; without it the graph is used up'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b']);
     const [a] = agents as [RpcAgent];
     const t1 = variable([2, 2], 40);
@@ -252,7 +254,7 @@ for (const kind of transportKinds()) {
     tf.dispose([t1, t2, g1, g2]);
   });
 
-  test(t('an error on any worker fails backward naming it; the context then still works'), async (tt) => {
+  test.serial(t('an error on any worker fails backward naming it; the context then still works'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b', 'c']);
     const [a] = agents as [RpcAgent];
     const x = variable([3], 50);
@@ -282,7 +284,7 @@ for (const kind of transportKinds()) {
     x.dispose();
   });
 
-  test(t('a participant that is gone fails backward at once, naming it'), async (tt) => {
+  test.serial(t('a participant that is gone fails backward at once, naming it'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b', 'c']);
     const [a, b, c] = agents as [RpcAgent, RpcAgent, RpcAgent];
     const x = variable([3], 60);
@@ -300,7 +302,7 @@ for (const kind of transportKinds()) {
     x.dispose();
   });
 
-  test(t('RRef-held variables: used by their owner in calls, and fetched with toHere()'), async (tt) => {
+  test.serial(t('RRef-held variables: used by their owner in calls, and fetched with toHere()'), async (tt) => {
     const agents = await group(tt, kind, ['trainer', 'ps']);
     const [trainer] = agents as [RpcAgent];
     const wValues = [[0.1, -0.2], [0.3, 0.4], [-0.5, 0.6]];
@@ -326,7 +328,7 @@ for (const kind of transportKinds()) {
     tf.dispose([x, gw, gv]);
   });
 
-  test(t('three trainers against one parameter server at once keep their gradients apart'), async (tt) => {
+  test.serial(t('three trainers against one parameter server at once keep their gradients apart'), async (tt) => {
     const agents = await group(tt, kind, ['ps', 't0', 't1', 't2']);
     const [ps, ...trainers] = agents as [RpcAgent, RpcAgent, RpcAgent, RpcAgent];
     const values = (await tf.randomUniform([10, 4], -1, 1, 'float32', 70).array()) as number[][];
@@ -357,7 +359,7 @@ for (const kind of transportKinds()) {
     table.dispose();
   });
 
-  test(t('several contexts of one worker at once, and an RNN: remote embedding, local LSTM, remote decoder'), async (tt) => {
+  test.serial(t('several contexts of one worker at once, and an RNN: remote embedding, local LSTM, remote decoder'), async (tt) => {
     const agents = await group(tt, kind, ['trainer', 'ps']);
     const [trainer] = agents as [RpcAgent];
     const ntoken = 12;
@@ -407,7 +409,7 @@ for (const kind of transportKinds()) {
     lstm.dispose();
   });
 
-  test(t('a call still running when the context ends does not bring it back'), async (tt) => {
+  test.serial(t('a call still running when the context ends does not bring it back'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b']);
     const [a, b] = agents as [RpcAgent, RpcAgent];
     const x = variable([2], 100);
@@ -424,7 +426,7 @@ for (const kind of transportKinds()) {
     x.dispose();
   });
 
-  test(t('getGradients on a remote worker, by context id, inside the context'), async (tt) => {
+  test.serial(t('getGradients on a remote worker, by context id, inside the context'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b']);
     const [a] = agents as [RpcAgent];
     const wRef = a.remote('b', makeVariable, [[[1, 2], [3, 4]]]) as RRef<tf.Variable>;
@@ -440,7 +442,7 @@ for (const kind of transportKinds()) {
     x.dispose();
   });
 
-  test(t('tf.grad inside a context works, and so does the context'), async (tt) => {
+  test.serial(t('tf.grad inside a context works, and so does the context'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b']);
     const [a] = agents as [RpcAgent];
     const w = variable([3], 120);
@@ -456,7 +458,7 @@ for (const kind of transportKinds()) {
     tf.dispose([w, expected]);
   });
 
-  test(t('backward uses the values the ops saw, even if a variable is assigned in between'), async (tt) => {
+  test.serial(t('backward uses the values the ops saw, even if a variable is assigned in between'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b']);
     const [a] = agents as [RpcAgent];
     const w = variable([4], 130);
@@ -472,7 +474,7 @@ for (const kind of transportKinds()) {
     tf.dispose([w, old, expected]);
   });
 
-  test(t('ops that depend on no variable and no received tensor keep nothing'), async (tt) => {
+  test.serial(t('ops that depend on no variable and no received tensor keep nothing'), async (tt) => {
     const agents = await group(tt, kind, ['a']);
     const [a] = agents as [RpcAgent];
     const data = tf.randomUniform([8, 8], -1, 1, 'float32', 140);
@@ -485,7 +487,7 @@ for (const kind of transportKinds()) {
     data.dispose();
   });
 
-  test(t('a context without any RPC gives what tf.grads gives'), async (tt) => {
+  test.serial(t('a context without any RPC gives what tf.grads gives'), async (tt) => {
     const agents = await group(tt, kind, ['a']);
     const [a] = agents as [RpcAgent];
     const w = variable([2, 3], 150);
@@ -499,7 +501,7 @@ for (const kind of transportKinds()) {
     tf.dispose([w, x, expected]);
   });
 
-  test(t('remote() and toHere() inside a context carry gradients back through the creation'), async (tt) => {
+  test.serial(t('remote() and toHere() inside a context carry gradients back through the creation'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b', 'c']);
     const [a, b] = agents as [RpcAgent, RpcAgent];
     const w = variable([3], 160);
@@ -517,7 +519,7 @@ for (const kind of transportKinds()) {
     tf.dispose([w, expected]);
   });
 
-  test(t('futures in a context: RpcFuture.all of calls to several workers'), async (tt) => {
+  test.serial(t('futures in a context: RpcFuture.all of calls to several workers'), async (tt) => {
     const agents = await group(tt, kind, ['a', 'b', 'c']);
     const [a] = agents as [RpcAgent];
     const x = variable([3], 110);

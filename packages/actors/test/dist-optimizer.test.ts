@@ -56,7 +56,7 @@ const cases: Array<[OptimizerName, OptimizerOptions]> = [
   ['rmsprop', { learningRate: 0.05, momentum: 0.5 }],
 ];
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - dist optimizer - ${title}`;
 
   for (const [name, options] of cases) {

@@ -5,14 +5,14 @@
 import type { ExecutionContext } from 'ava';
 import type { Tensor } from '@tensorflow/tfjs';
 import { tf } from '@tensorbus/core';
-import { transportKinds, type TransportKind } from '@tensorbus/nats-transport/testing';
+import { transportKind, transportKinds, type TransportKind } from '@tensorbus/nats-transport/testing';
 import { initRpc, type InitRpcOptions, type RpcAgent } from '../src/index.js';
 import { eventually, newGroup, stopAll } from '../src/testing/index.js';
 import { CallAuth } from '../src/agent/call-auth.js';
 import { CallClient } from '../src/agent/call-client.js';
 import { Identity } from '../src/agent/identity.js';
 
-export { transportKinds, type TransportKind };
+export { transportKind, transportKinds, type TransportKind };
 export { eventually, newGroup, stopAll };
 
 const started = new Set<RpcAgent>();

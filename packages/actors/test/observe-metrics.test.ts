@@ -33,7 +33,7 @@ async function points(name: string, match: Record<string, unknown>): Promise<Arr
 
 const sum = async (name: string, match: Record<string, unknown>) => (await points(name, match)).reduce((n, p) => n + (p.value as number), 0);
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - observe - ${title}`;
   const [A, B] = [`ma${kind.name}`, `mb${kind.name}`];
 

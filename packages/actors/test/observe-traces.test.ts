@@ -54,7 +54,7 @@ test('observe - traceparent: only the W3C form with non-zero ids is taken', (t) 
   }
 });
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - observe - ${title}`;
 
   test.serial(t('a nested call a → b → c is one trace: client and server spans linked parent to child, with their attributes'), async (tt) => {

@@ -38,7 +38,7 @@ async function createUnder(client: CallClient, to: string, names: string[]): Pro
 const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
 const limits = { rrefsPerPeer: 5, leaseMs: 1_500 };
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   test.serial(`${kind.name} - peer bounds - unverified callers share one RRef budget however many names they claim; a member keeps its own`, async (t) => {
     const group = newGroup(kind);
     const agents = await Promise.all(['w', 'm'].map((name) => initRpc({ name, transport: group.transport(), heartbeatMs: 100, failureTimeoutMs: 1_000, peerLimits: limits })));

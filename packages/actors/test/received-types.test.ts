@@ -55,7 +55,7 @@ export async function typesOfProxies(net: RRef<NetInstance>, module: RemoteModul
 
 // ---- values -----------------------------------------------------------------------
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - received types - ${title}`;
 
   test(t('what rpcSync, rpcAsync and toHere deliver is what their types say: tensors for variables, data fields for instances'), async (tt) => {

@@ -24,7 +24,7 @@ test.after.always(stopEverything);
 
 const full: WaitedBy = Array.from({ length: MAX_WAITED_BY }, (_, i) => [`tab${i}`, i + 1]);
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - reentrancy - ${title}`;
 
   test.serial(t('a Node worker passes waitedBy on to the calls it makes while serving, unchanged, and adds none of its own'), async (tt) => {

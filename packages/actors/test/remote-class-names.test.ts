@@ -22,7 +22,7 @@ const NamedWeights = remoteClass(
 
 test.after.always(stopEverything);
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   test.serial(`${kind.name} - remote class - a second instance naming the same tf.variable says what to do instead of tfjs's bare refusal`, async (t) => {
     const [a] = await startGroup(kind, ['a', 'w1']);
     const name = `test-names/${kind.name}/w`;
@@ -32,7 +32,7 @@ for (const kind of transportKinds()) {
     const error = await t.throwsAsync(second.toHere(), { code: 'RREF_CREATION_FAILED' });
     const cause = error!.cause as InvalidArgumentError;
     t.true(cause instanceof InvalidArgumentError, 'the cause keeps its class across the wire');
-    t.regex(cause.message, /names a tf\.variable 'test-names\/\w+\/w' that another instance in this process already has/);
+    t.regex(cause.message, /names a tf\.variable 'test-names\/[\w-]+\/w' that another instance in this process already has/);
     t.regex(cause.message, /leave the name out .* or make it unique per instance/);
     await second.release().catch(() => undefined);
     await first.release();

@@ -21,7 +21,7 @@ async function parameterValues(module: RemoteModule<InstanceType<typeof Linear>>
   return Promise.all(refs.map((r) => r.toHere()));
 }
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - remote module - ${title}`;
 
   test(t('create on another worker; forward and forwardAsync run there; getModuleRRef'), async (tt) => {

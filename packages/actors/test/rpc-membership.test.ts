@@ -8,7 +8,7 @@ import { signedText } from '../src/membership/heartbeat-beat.js';
 import type { Announcement } from '../src/membership/membership-protocol.js';
 import { initRpc, type RpcAgent, type WorkerInfo } from '../src/index.js';
 import { addNumbers, sleep } from './fixtures/functions.js';
-import { eventually, newGroup, startGroup, stopAll, transportKinds } from './helpers.js';
+import { eventually, newGroup, startGroup, stopAll, transportKind, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
 import { hostOf, MEMBERSHIP } from '../src/internal.js';
 
@@ -137,7 +137,8 @@ for (const kind of transportKinds()) {
     await stopAll([a, c]);
   });
 
-  test(t('a worker that stops answering is declared gone; pending and new calls fail fast'), async (tt) => {
+  // Serial: it times the failure detector, which the file's other tests, four kinds of them at once, would starve.
+  test.serial(t('a worker that stops answering is declared gone; pending and new calls fail fast'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b'], { heartbeatMs: 100, failureTimeoutMs: 500 });
     const [a, b] = agents;
     // Heartbeat timers do not hold a process open, and a local transport has no socket that
@@ -256,7 +257,7 @@ function ownClaimsLate(inner: Transport, self: string, delayMs: number): Transpo
 }
 
 test('local - membership - two joiners that each hear the other claim an id before their own claim get 0 and 1: claims are ordered by start, not by arrival', async (t) => {
-  const group = newGroup(transportKinds().find((k) => k.name === 'local')!);
+  const group = newGroup(transportKind('local'));
   const agents = await Promise.all(['p', 'q'].map(async (name) => initRpc({ name, heartbeatMs: 100, failureTimeoutMs: 2_000, transport: ownClaimsLate(await group.transport(), name, 150) })));
   t.deepEqual(agents.map((a) => a.self.id).sort(), [0, 1]);
   await stopAll(agents);

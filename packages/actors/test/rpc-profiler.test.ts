@@ -17,7 +17,7 @@ test.after.always(stopEverything);
 /** Whether the call that runs this was asked for a timing report. */
 const askedForReport = remoteFunction('prof.askedForReport', () => callScope.getStore()?.meta.prof === 1);
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - profiler - ${title}`;
 
   test(t('records each call with worker, function, bytes and where its time went; exports a Chrome trace'), async (tt) => {

@@ -2,12 +2,12 @@ import test from 'ava';
 import { RpcTimeoutError, ShutdownError } from '@tensorbus/core';
 import { initRpc } from '../src/index.js';
 import { sleep } from './fixtures/functions.js';
-import { newGroup, startGroup, transportKinds } from './helpers.js';
+import { newGroup, startGroup, transportKind, transportKinds } from './helpers.js';
 import { stopEverything } from './helpers.js';
 
 test.after.always(stopEverything);
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - shutdown - ${title}`;
 
   test(t('graceful shutdown in a static group waits for uneven workloads everywhere'), async (tt) => {
@@ -62,7 +62,7 @@ for (const kind of transportKinds()) {
 }
 
 test('local - shutdown - a transport whose flush and close never complete does not hold shutdown for good', async (tt) => {
-  const group = newGroup(transportKinds().find((k) => k.name === 'local')!);
+  const group = newGroup(transportKind('local'));
   const transport = await group.transport();
   const agent = await initRpc({ name: 'stuck', transport });
   // As a NATS connection stuck reconnecting: neither settles.

@@ -109,7 +109,7 @@ test.serial('supervised objects - the RRef survives two kill -9 restarts of its 
   }
 });
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   test.serial(`supervised objects (${kind.name}) - retries are refused unless idempotent and supervised; maxRestarts is checked; a supervised object's owner that leaves ends it with RREF_OWNER_LOST`, async (t) => {
     const [w0, w1] = await startGroup(kind, ['w0', 'w1']);
     try {
@@ -137,7 +137,7 @@ for (const kind of transportKinds()) {
   });
 }
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   test.serial(`supervised objects (${kind.name}) - the owner saves a supervised object's checkpoint after each method call, only for classes with the hooks, and deletes it when the object is released`, async (t) => {
     const store = memoryStore();
     const [a, b] = await startGroup(kind, ['a', 'b'], { checkpoints: store });
@@ -160,7 +160,7 @@ for (const kind of transportKinds()) {
   });
 }
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   test.serial(`supervised objects (${kind.name}) - a creation request with a malformed supervised or restart field is refused with RREF_CREATION_FAILED, keeps nothing, and the owner serves on`, async (t) => {
     const [a, b] = await startGroup(kind, ['a', 'b'], { checkpoints: memoryStore() });
     try {

@@ -42,10 +42,20 @@ export interface BufferSource {
 }
 let source: BufferSource | undefined;
 
-/** Makes `next` supply fresh large buffers (undefined: the JavaScript heap); returns the previous source. */
+/**
+ * Makes `next` supply fresh large buffers (undefined: the JavaScript heap);
+ * returns the previous source. Buffers of the previous source are not reused
+ * (those kept free are dropped, those still lent are not kept when they come
+ * back): every frame handed out from now on lies in `next`'s memory, as a
+ * same-host receiver that maps it needs.
+ */
 export function useBufferSource(next: BufferSource | undefined): BufferSource | undefined {
   const previous = source;
   source = next;
+  if (next !== previous) {
+    free.clear();
+    freeBytes = 0;
+  }
   return previous;
 }
 let freeBytes = 0;
@@ -77,13 +87,14 @@ export function acquireFrame(size: number): Frame {
   }
   outstanding++;
   const kept = memory;
-  return Frame.own(new Uint8Array(memory, 0, size), (pinned) => giveBack(kept, pinned));
+  const from = source;
+  return Frame.own(new Uint8Array(memory, 0, size), (pinned) => giveBack(kept, pinned, from));
 }
 
-/** The last share of a pooled frame was released: its memory can hold the next one, unless pinned. */
-function giveBack(memory: ArrayBuffer, pinned: boolean): void {
+/** The last share of a pooled frame was released: its memory can hold the next one, unless pinned or of a source no longer in use. */
+function giveBack(memory: ArrayBuffer, pinned: boolean, from: BufferSource | undefined): void {
   outstanding--;
-  if (pinned || freeBytes + memory.byteLength > maxFreeBytes) return;
+  if (pinned || from !== source || freeBytes + memory.byteLength > maxFreeBytes) return;
   const k = Math.log2(memory.byteLength);
   let list = free.get(k);
   if (!list) free.set(k, (list = []));

@@ -1,7 +1,7 @@
 import test from 'ava';
 import type { Tensor } from '@tensorflow/tfjs';
 import { defaultCodec, Frame, localTransport, SerializationError, tf, type InboundMessage } from '@tensorbus/core';
-import { acquireFrame, bufferPoolStats, POOL_MIN_BYTES } from '@tensorbus/core/internal';
+import { acquireFrame, bufferPoolStats, POOL_MIN_BYTES, useBufferSource, type BufferSource } from '@tensorbus/core/internal';
 
 // The buffer pool is the process's: these tests count it, so they run one at a time.
 
@@ -144,4 +144,27 @@ test.serial('frames - in process, a pooled frame published to two subscribers go
   t.is(bufferPoolStats().outstanding, before, 'every frame went back');
   await a.close();
   await b.close();
+});
+
+test.serial('frames - once a buffer source is in use, every large frame lies in its memory: heap buffers pooled before, or lent then, are not reused', (t) => {
+  // Heap memory pooled before the source (as a process that encoded large frames before its NATS transport started).
+  const early = acquireFrame(SIZE);
+  const lent = acquireFrame(SIZE);
+  early.release();
+  const made = new Set<ArrayBuffer>();
+  const source: BufferSource = {
+    allocate: (bytes) => {
+      const memory = new ArrayBuffer(bytes);
+      made.add(memory);
+      return memory;
+    },
+  };
+  const previous = useBufferSource(source);
+  t.teardown(() => useBufferSource(previous));
+  lent.release();
+  for (let i = 0; i < 3; i++) {
+    const frame = acquireFrame(SIZE);
+    t.true(made.has(frame.bytes.buffer as ArrayBuffer), `frame ${i} lies in the source's memory`);
+    frame.release();
+  }
 });

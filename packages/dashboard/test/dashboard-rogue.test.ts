@@ -18,7 +18,7 @@ test.after.always(async () => {
   await stopAll(running);
 });
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   test.serial(`${kind.name} - observe - the dashboard shows no worker and no figure a non-member made up`, async (t) => {
     const g = newGroup(kind);
     for (const name of ['ra', 'rb']) running.push(await initRpc({ name, transport: g.transport(), heartbeatMs: 100, failureTimeoutMs: 600 }));

@@ -37,7 +37,7 @@ function get(url: string, path: string, headers: Record<string, string> = {}, me
   });
 }
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   const t = (title: string) => `${kind.name} - dashboard - ${title}`;
 
   test.serial(t('a worker that comes back under its name as a new incarnation is listed as a restart event'), async (tt) => {

@@ -82,7 +82,7 @@ test(`${first.name} - gateway http - a foreign Host (DNS rebinding), a foreign O
   }
 });
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   test(`${kind.name} - gateway http - a slow body holds no slot, and is refused after bodyTimeoutMs`, async (t) => {
     const { gateway } = await workerAndGateway(t, kind, { limits: { maxInFlightPerClient: 1, bodyTimeoutMs: 1_500 } });
     const body = callBody('w1.gw.echo', int(1));

@@ -15,7 +15,7 @@ import { callBody, faultCodeOf, post, python, workerAndGateway } from './gateway
 
 const run = promisify(execFile);
 
-for (const kind of transportKinds()) {
+for (const kind of transportKinds('without-tcp')) {
   test(`${kind.name} - gateway - python xmlrpc.client calls a tensor function on a worker and gets a tensor back`, async (t) => {
     const { gateway, lines } = await workerAndGateway(t, kind);
     const out = await python(gateway.url, 'tensor', 'w1');

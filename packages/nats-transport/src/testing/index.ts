@@ -1,9 +1,28 @@
 /**
  * The one way tests get transports: every suite runs over each kind
- * (`for (const kind of transportKinds())`), and NATS tests share one
- * nats-server per test process, started on a free loopback port on first use
- * and stopped when the process exits. `TENSORBUS_TEST_TRANSPORTS=local` (or
- * `nats`) narrows the kinds.
+ * (`for (const kind of transportKinds())`), one kind per route a call can
+ * take, and NATS tests share one nats-server per test process, started on a
+ * free loopback port on first use and stopped when the process exits.
+ *
+ * The kinds:
+ * - `local`: the in-process bus (route `in-process`).
+ * - `nats-bus`: NATS alone (`direct: false`): every request and reply goes
+ *   through the nats-server, large ones announced and pulled in chunks.
+ * - `nats-tcp`: direct routes over TCP, shared memory off
+ *   (`direct: { sharedMemory: false }`): a worker's calls, once the first
+ *   reply named the route, go over the responder's data port.
+ * - `nats-shm`: the default deployment (direct routes, shared memory between
+ *   processes of one host, as between transports of one process).
+ *
+ * The conformance suite and the core actor suites (calls, RRefs,
+ * distributed autograd, streams, membership) run over all four; the other
+ * suites over all but `nats-tcp` (`transportKinds('without-tcp')`), whose
+ * calls differ from `nats-shm`'s only below what they test, so that the
+ * whole suite stays within CI's time.
+ *
+ * `TENSORBUS_TEST_TRANSPORTS` narrows them to a comma-separated list of
+ * names (`nats` is an alias of `nats-shm`); a name it does not know is an
+ * error, not a silently empty suite.
  *
  * @example
  * ```ts
@@ -15,7 +34,7 @@
  * ```
  * @module
  */
-import { localTransport, type Transport } from '@tensorbus/core';
+import { localTransport, type Transport, type TransportRoute } from '@tensorbus/core';
 import { natsTransport } from '../node-connect.js';
 import type { NatsTransportOptions } from '../options.js';
 import { startNatsServer, type NatsServer, type NatsServerOptions } from '@tensorbus/nats-server';
@@ -33,9 +52,21 @@ export interface CreateOptions extends Partial<NatsTransportOptions> {
   namespace?: string;
 }
 
+/** The names of the transport kinds, one per route. */
+export type TransportKindName = 'local' | 'nats-bus' | 'nats-tcp' | 'nats-shm';
+
 /** A kind of transport the suites run over. */
 export interface TransportKind {
-  readonly name: 'local' | 'nats';
+  readonly name: TransportKindName;
+  /** The transport's own `kind`: `'local'` or `'nats'`. */
+  readonly transport: 'local' | 'nats';
+  /**
+   * The route a request to a subject one subscriber serves (a worker's call
+   * subject) takes once its first reply named it: `transport.routeOf` then
+   * says so, and the request really travels there (the conformance suite
+   * checks it).
+   */
+  readonly route: TransportRoute;
   /** A new transport; without a namespace, a fresh one nobody else uses. */
   create(options?: CreateOptions): Promise<Transport>;
 }
@@ -53,24 +84,57 @@ function freshNamespace(): string {
   return `t${process.pid}n${++fresh}`;
 }
 
+/** A NATS kind: the test's options, with the kind's route settings over them. */
+function natsKind(name: TransportKindName, route: TransportRoute, direct: (given: CreateOptions['direct']) => CreateOptions['direct']): TransportKind {
+  return {
+    name,
+    transport: 'nats',
+    route,
+    create: async (options = {}) => {
+      const server = await sharedNatsServer();
+      return natsTransport({ servers: server.url, ...options, direct: direct(options.direct), namespace: options.namespace ?? freshNamespace() });
+    },
+  };
+}
+
 const kinds: TransportKind[] = [
   {
     name: 'local',
+    transport: 'local',
+    route: 'in-process',
     create: async (options = {}) => localTransport({ bus: options.namespace ?? freshNamespace() }),
   },
-  {
-    name: 'nats',
-    create: async (options = {}) => {
-      const server = await sharedNatsServer();
-      return natsTransport({ servers: server.url, ...options, namespace: options.namespace ?? freshNamespace() });
-    },
-  },
+  natsKind('nats-bus', 'nats', () => false),
+  natsKind('nats-tcp', 'tcp', (given) => (given === false ? false : { ...given, sharedMemory: false })),
+  natsKind('nats-shm', 'shm', (given) => given),
 ];
 
-/** The transport kinds to run suites over (all, unless TENSORBUS_TEST_TRANSPORTS narrows them). */
-export function transportKinds(): TransportKind[] {
-  const wanted = process.env.TENSORBUS_TEST_TRANSPORTS?.split(',').map((s) => s.trim());
-  return wanted ? kinds.filter((k) => wanted.includes(k.name)) : kinds;
+/** Names TENSORBUS_TEST_TRANSPORTS also takes, for a kind. */
+const ALIASES: Record<string, TransportKindName> = { nats: 'nats-shm' };
+
+/** Which kinds a suite runs over: every route, or every route but the TCP one (see the module's note). */
+export type KindSet = 'all' | 'without-tcp';
+
+/**
+ * The transport kinds to run a suite over: `set` of them (default all), of
+ * which TENSORBUS_TEST_TRANSPORTS keeps those it lists (e.g.
+ * `local,nats-bus`). Throws on a name it does not know.
+ */
+export function transportKinds(set: KindSet = 'all'): TransportKind[] {
+  const inSet = set === 'all' ? kinds : kinds.filter((k) => k.name !== 'nats-tcp');
+  const listed = process.env.TENSORBUS_TEST_TRANSPORTS?.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (!listed?.length) return inSet;
+  const wanted = listed.map((name) => {
+    const known = ALIASES[name] ?? kinds.find((k) => k.name === name)?.name;
+    if (!known) throw new Error(`TENSORBUS_TEST_TRANSPORTS names '${name}': use ${kinds.map((k) => k.name).join(', ')} (or nats for nats-shm)`);
+    return known;
+  });
+  return inSet.filter((k) => wanted.includes(k.name));
+}
+
+/** The kind named `name` (whatever TENSORBUS_TEST_TRANSPORTS says), for tests about one route's mechanism. */
+export function transportKind(name: TransportKindName): TransportKind {
+  return kinds.find((k) => k.name === name)!;
 }
 
 /** A plain nats.js connection, for tests that act as a hostile or foreign client on the bus. */
