@@ -264,7 +264,7 @@ export class NatsTransport implements Transport {
 
   /** What went beside the bus so far (for tests and the benchmark). */
   get directStats(): DirectStats {
-    return this.direct?.stats ?? { fetched: 0, served: 0, calls: 0, answered: 0, sharedRequests: 0, sharedReplies: 0, streamedSent: 0, streamedReceived: 0, stripedSent: 0, stripedReceived: 0 };
+    return this.direct?.stats ?? { fetched: 0, served: 0, calls: 0, answered: 0, sharedRequests: 0, sharedReplies: 0, fillingRequests: 0, fillingReplies: 0, streamedSent: 0, streamedReceived: 0, stripedSent: 0, stripedReceived: 0 };
   }
 
   /** Publishes small payloads as they are, large ones announced. Takes the share `outgoing.data`. */

@@ -108,8 +108,8 @@ const JIT_WARMUP_STEPS = 3000;
 
 /**
  * Warm-up of the 1–8 MB round trips in a full run, the same as between two
- * hosts (`TWO_HOST_STEADY`): V8 compiles their path (shared memory, the
- * codec's sinks) only after more calls than the five these
+ * hosts (`TWO_HOST_STEADY`): V8 compiles their path (the shared-memory
+ * filling, the codec's sinks) only after more calls than the five these
  * cases had. From a fresh pair of processes the median of the first 50
  * calls of 4 MB was 1.6 and 2.8 ms, against 1.0–2.1 ms later.
  */

@@ -4,6 +4,7 @@
  * @module
  */
 import { Frame, payloadFrame, RequestFailure, TransportError, WorkerUnavailableError, type Payload } from '@tensorbus/core';
+import { drainSoon, placeFilling, receiveFilling, REPLY_STALL_MS } from '../shm/filling.js';
 import { readSegmentRef, SEGMENT_REF_BYTES, segmentRefBytes, writeSegmentRef, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
@@ -11,8 +12,11 @@ import {
   giveBackFrame,
   hostId,
   OP_CALL,
+  OP_CALL_FILLING,
   OP_CALL_PULLED,
   OP_CALL_SHM,
+  REPLY_FILL_STALLED,
+  REPLY_FILLING,
   REPLY_NO_SHM,
   REPLY_OK,
   REPLY_SHM,
@@ -48,11 +52,11 @@ function callHead(id: number, token: Buffer, subject: string, size: number, offe
   return head;
 }
 
-/** The frame of a request to `subject` that lies in the requester's segment `ref`. */
-function sharedCallHead(id: number, token: Buffer, subject: string, ref: SegmentRef): Buffer {
+/** The frame of a request to `subject` that lies in the requester's segment `ref` (still `filling` it, or whole). */
+function sharedCallHead(id: number, token: Buffer, subject: string, ref: SegmentRef, filling: boolean): Buffer {
   const subjectBytes = Buffer.from(subject, 'utf8');
   const head = Buffer.allocUnsafe(CALL_HEAD_BYTES + subjectBytes.length + SEGMENT_REF_BYTES);
-  head[0] = OP_CALL_SHM;
+  head[0] = filling ? OP_CALL_FILLING : OP_CALL_SHM;
   head.writeUInt32BE(id, 1);
   token.copy(head, 5);
   head.writeUInt16BE(subjectBytes.length, CALL_HEAD_BYTES - 2);
@@ -76,7 +80,12 @@ interface SharedCall {
   data: Frame;
   ref: SegmentRef;
   replySink: ReplySinkFactory | undefined;
+  /** Copies the request into its segment once announced (a filling request; see shm/filling.ts). */
+  fill?: () => Error | undefined;
 }
+
+/** The request's segment stopped filling before the responder had it: nothing was delivered. */
+const STALLED = Symbol('stalled');
 
 /** Sends requests over direct routes, one pooled connection per data port. */
 export class DirectCaller {
@@ -85,6 +94,9 @@ export class DirectCaller {
   /** Of those, requests that went as a shared-memory reference, and replies that came as one. */
   sharedRequests = 0;
   sharedReplies = 0;
+  /** Of those, requests and replies that were read while they filled their segment. */
+  fillingRequests = 0;
+  fillingReplies = 0;
   /** Replies read into a reply sink. */
   streamedReceived = 0;
 
@@ -166,7 +178,17 @@ export class DirectCaller {
       sunk = taken !== undefined;
       return taken;
     });
-    const placed = this.sharesMemory(route, endpoint) ? this.segments!.place(payload) : undefined;
+    const shares = this.sharesMemory(route, endpoint);
+    // A large deferred request is announced first and copied in while the responder copies it out.
+    const filling = shares && !(payload instanceof Uint8Array) && !(payload instanceof Frame) ? placeFilling(this.segments!, payload) : undefined;
+    if (filling) {
+      const reply = await this.callShared(connection, { subject, token: route.token, data: filling.frame, ref: filling.ref, replySink: sink, fill: filling.fill });
+      if (sunk) this.streamedReceived++;
+      if (reply === undefined) this.noSharedMemory.add(endpoint);
+      // Stalled (the responder could not wait for it): sent again below, whole.
+      if (reply instanceof Frame) return reply;
+    }
+    const placed = shares && !this.noSharedMemory.has(endpoint) ? this.segments!.place(payload) : undefined;
     if (placed?.ref) {
       // The frame in the segment goes as a reference; callShared takes that share.
       const reply = await this.callShared(connection, { subject, token: route.token, data: placed.data as Frame, ref: placed.ref, replySink: sink });
@@ -214,26 +236,34 @@ export class DirectCaller {
    * process's segment `ref` as a reference, taking the share `data` (lent to
    * the responder until it gives it back); a reply too large for shared
    * memory may go into `replySink`. Resolves undefined when the responder
-   * cannot map it (nothing delivered).
+   * cannot map it, STALLED when a filling request stopped filling before
+   * the responder had it (nothing delivered either way).
    */
-  private async callShared(connection: PeerConnection, call: SharedCall): Promise<Frame | undefined> {
-    const { subject, token, data, ref, replySink } = call;
+  private async callShared(connection: PeerConnection, call: SharedCall): Promise<Frame | undefined | typeof STALLED> {
+    const { subject, token, data, ref, replySink, fill } = call;
     connection.lend(ref, data);
     let status: number;
     let body: Frame;
+    let unread: Error | undefined;
     try {
       // A reply too large for shared memory comes as bytes, and may go into the sink.
-      ({ status, data: body } = await connection.request((id) => sharedCallHead(id, token, subject, ref), undefined, replySink));
+      const replied = connection.request((id) => sharedCallHead(id, token, subject, ref, fill !== undefined), undefined, replySink);
+      // Announced (written, unless the connection is still opening): copied in while the responder copies out.
+      unread = fill?.();
+      ({ status, data: body } = await replied);
     } catch (error) {
       if (!(error instanceof ConnectionLostError)) throw error;
       throw lostError(error, subject, error.delivered);
     }
-    if (status === REPLY_OK || status === REPLY_SHM) this.sharedRequests++;
+    if (status === REPLY_OK || status === REPLY_SHM || status === REPLY_FILLING) {
+      this.sharedRequests++;
+      if (fill) this.fillingRequests++;
+    }
     if (status === REPLY_OK) {
       this.calls++;
       return body;
     }
-    if (status === REPLY_SHM) {
+    if (status === REPLY_SHM || status === REPLY_FILLING) {
       const bytes = body.bytes;
       const replyRef = bytes.byteLength === SEGMENT_REF_BYTES ? readSegmentRef(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), 0) : undefined;
       body.release();
@@ -249,19 +279,33 @@ export class DirectCaller {
         returned();
         connection.send(giveBackFrame(segmentRefBytes(replyRef)));
       };
+      let mapped = false;
       try {
         if (responder?.pid !== replyRef.pid) throw new Error(`process ${replyRef.pid} is not the responder at the other end`);
-        const reply = this.segments!.receive(replyRef, giveBack, responder);
+        if (status === REPLY_SHM) {
+          const reply = this.segments!.receive(replyRef, giveBack, responder);
+          this.sharedReplies++;
+          return reply;
+        }
+        const view = receiveFilling(this.segments!, replyRef, giveBack, responder);
+        mapped = true;
+        // Into the sink when it takes it (tensor memory), else whole; either way given back once read.
+        const { frame } = await drainSoon(view, replySink && (() => replySink(replyRef.length)), REPLY_STALL_MS);
         this.sharedReplies++;
-        return reply;
+        this.fillingReplies++;
+        return frame ?? Frame.of(new Uint8Array(0));
       } catch (error) {
-        giveBack();
-        throw new TransportError(`cannot map the reply of '${subject}' in shared memory: ${(error as Error).message}`, { cause: error });
+        // Mapped, it was given back when the drain let go of it.
+        if (!mapped) giveBack();
+        throw new TransportError(`cannot ${mapped ? 'read' : 'map'} the reply of '${subject}' in shared memory: ${(error as Error).message}`, { cause: error });
       }
     }
     body.release();
     // Refused: the responder never read the request, which is still this transport's to send.
     connection.unlend(ref)?.release();
+    // It could not be read here either: the same error as any other way of sending it.
+    if (unread) throw unread;
+    if (status === REPLY_FILL_STALLED) return STALLED;
     if (status === REPLY_NO_SHM) return undefined;
     throw new RouteUnavailableError('the responder no longer serves this subject directly');
   }

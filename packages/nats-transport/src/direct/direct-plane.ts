@@ -28,6 +28,9 @@ export interface DirectStats {
   sharedRequests: number;
   /** Replies this transport received on direct routes as shared-memory references. */
   sharedReplies: number;
+  /** Of those, requests sent and replies received while they still filled their segment (large deferred frames; see shm/filling.ts). */
+  fillingRequests: number;
+  fillingReplies: number;
   /** Deferred frames (large tensors read as they are sent) this transport wrote on its data port. */
   streamedSent: number;
   /** Replies this transport read straight into a reply sink (tensor memory). */
@@ -192,10 +195,10 @@ export class DirectPlane {
   }
 
   get stats(): DirectStats {
-    const { calls, sharedRequests, sharedReplies, streamedReceived } = this.caller;
+    const { calls, sharedRequests, sharedReplies, fillingRequests, fillingReplies, streamedReceived } = this.caller;
     const { served, streamedSent, stripedSent } = this.server;
     const stripedReceived = this.caller.stripedReceived + this.client.striped;
-    return { fetched: this.client.fetched, served, calls, answered: this.server.calls, sharedRequests, sharedReplies, streamedSent, streamedReceived, stripedSent, stripedReceived };
+    return { fetched: this.client.fetched, served, calls, answered: this.server.calls, sharedRequests, sharedReplies, fillingRequests, fillingReplies, streamedSent, streamedReceived, stripedSent, stripedReceived };
   }
 
   /** Closes the port and every connection. */

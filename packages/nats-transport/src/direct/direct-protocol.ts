@@ -15,6 +15,7 @@
  * | 0x02 | to the port   | [0x02][id u32][token 16][subject length u16][subject][size][payload]            | CALL: a request to `subject` on the route `token` (from a tb-route header) |
  * | 0x04 | to the port   | [0x04][id u32][token 16][subject length u16][subject][offer length u16][offer][size] | PULLED CALL: the port GETs the payload from the requester's port (`offer`, a tb-direct value) |
  * | 0x05 | to the port   | [0x05][id u32][token 16][subject length u16][subject][ref]                      | SHM CALL: the payload lies in the requester's segment `ref` |
+ * | 0x07 | to the port   | [0x07][id u32][token 16][subject length u16][subject][ref]                      | FILLING CALL: as SHM CALL, the segment still being filled (shm/filling.ts) |
  * | 0x08 | to the port   | [0x08][group token 16][lane index u8]                                           | LANE: this connection joins a lane group (index 0: the requester's first connection) |
  * | 0x03 | from the port | [0x03][id u32][status u8][size][body]                                           | REPLY to request `id`, status below |
  * | 0x09 | from the port | [0x09][id u32][total][offset][length u32][length bytes]                         | PART of the reply to `id`, on one connection of its group |
@@ -26,11 +27,13 @@
  * | 0x01   | empty     | NO ROUTE: no such route or offer (removed, withdrawn, never made): not delivered |
  * | 0x02   | ref       | SHM: the reply lies in the responder's segment `ref` |
  * | 0x04   | empty     | NO SHM: the responder cannot map the requester's segment: not delivered |
+ * | 0x06   | ref       | FILLING: the reply is being filled into the responder's segment `ref`; read it as it fills |
+ * | 0x07   | empty     | FILL STALLED: the request's segment stopped filling before it was whole: not delivered |
  *
- * Every request (GET, CALL, PULLED CALL, SHM CALL) carries an id and gets
+ * Every request (GET, CALL, PULLED CALL, SHM CALL, FILLING CALL) carries an id and gets
  * exactly one REPLY, or PARTs adding up to one, with that id, in any order
  * (peer-connection.ts reads them); LANE and GIVE-BACK get none. A request
- * answered NO ROUTE or NO SHM, or whose connection could not be opened, was
+ * answered NO ROUTE, NO SHM or FILL STALLED, or whose connection could not be opened, was
  * not delivered and may go another way (the bus, or its bytes); one whose
  * connection breaks after it was sent fails with WorkerUnavailableError (it
  * may have run). Anything else on a connection drops it.
@@ -55,6 +58,8 @@ export const OP_CALL_PULLED = 0x04;
 export const OP_CALL_SHM = 0x05;
 /** One-way op, either way: the segment whose reference follows is no longer read here (see {@link giveBackFrame}). */
 export const OP_RELEASE = 0x06;
+/** Request op: as OP_CALL_SHM, the segment still filling (see shm/filling.ts). */
+export const OP_CALL_FILLING = 0x07;
 /** One-way op: this connection joins a lane group (see stripes). */
 export const OP_LANE = 0x08;
 /** Response op: a part of a striped reply. */
@@ -96,6 +101,10 @@ export const REPLY_NO_ROUTE = 0x01;
 export const REPLY_SHM = 0x02;
 /** Reply status: the responder cannot map the requester's segment; nothing was delivered. */
 export const REPLY_NO_SHM = 0x04;
+/** Reply status: the reply is filling the responder's segment; its reference follows. */
+export const REPLY_FILLING = 0x06;
+/** Reply status: the request's segment stopped filling before it was whole; nothing was delivered. */
+export const REPLY_FILL_STALLED = 0x07;
 /** Bytes of a token. */
 export const TOKEN_BYTES = 16;
 /** Bytes of an OP_CALL header before the subject: op, id (u32), route token, subject length (u16). */

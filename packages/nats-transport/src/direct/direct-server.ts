@@ -6,6 +6,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { Frame, type FrameSink, type Payload } from '@tensorbus/core';
 import { holdPayload, type HeldPayload } from '@tensorbus/core/internal';
+import { drainNow, FillingStalledError, placeFilling, receiveFilling, REQUEST_MAX_MS, REQUEST_STALL_MS } from '../shm/filling.js';
 import { SEGMENT_REF_BYTES, segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
 import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
@@ -17,6 +18,8 @@ import {
   hostId,
   newToken,
   parseOffer,
+  REPLY_FILL_STALLED,
+  REPLY_FILLING,
   REPLY_NO_ROUTE,
   REPLY_NO_SHM,
   REPLY_OK,
@@ -242,7 +245,7 @@ export class DirectServer {
       return;
     }
     if (request.op === 'call') return this.handle(conn, { id: request.id, handler: route.handler, data: request.data });
-    if (request.op === 'shm') return this.handleShared(conn, request.id, route, request.ref);
+    if (request.op === 'shm') return this.handleShared(conn, request.id, route, request.ref, request.filling);
     // Not delivered until the payload is here: a failed pull lets the requester take the bus.
     conn.busy++;
     // A request the handler can take as it arrives goes straight into its sink (tensor memory).
@@ -265,22 +268,35 @@ export class DirectServer {
    * decoded; the reply may go the same way. Only a segment of the process at
    * the other end of this connection is mapped; any other reference is
    * refused before anything runs, and the requester sends the bytes instead.
+   * A request still `filling` is copied out as it comes, into the route's
+   * sink when it gives one (tensor memory), and refused (the requester sends
+   * it another way) when it stops filling.
    */
-  private handleShared(conn: ServedConnection, id: number, route: { handler: RouteHandler }, ref: SegmentRef): void {
+  private handleShared(conn: ServedConnection, id: number, route: { handler: RouteHandler; sinkFor: RequestSinkFactory | undefined }, ref: SegmentRef, filling: boolean): void {
     // Under way until the segment is given back.
     conn.busy++;
-    let data: Frame;
+    let mapped = false;
+    const giveBack = () => this.giveBack(conn, ref);
+    let data: Frame | undefined;
+    let sink: FrameSink | undefined;
     try {
       if (!this.segments) throw new Error('no shared memory here');
       const peer = this.peerOf(conn, ref.pid);
       if (!peer) throw new Error(`process ${ref.pid} is not the peer of this connection`);
-      data = this.segments.receive(ref, () => this.giveBack(conn, ref), peer);
-    } catch {
-      if (conn.busy > 0) conn.busy--;
-      this.reply(conn, id, REPLY_NO_SHM, EMPTY);
+      if (!filling) data = this.segments.receive(ref, giveBack, peer);
+      else {
+        const view = receiveFilling(this.segments, ref, giveBack, peer);
+        mapped = true;
+        const sinkFor = route.sinkFor;
+        ({ frame: data, sink } = drainNow(view, sinkFor && (() => sinkFor(ref.length)), REQUEST_STALL_MS, REQUEST_MAX_MS));
+      }
+    } catch (error) {
+      // Mapped, it was given back (which ends its count); else nothing was.
+      if (!mapped && conn.busy > 0) conn.busy--;
+      this.reply(conn, id, error instanceof FillingStalledError ? REPLY_FILL_STALLED : REPLY_NO_SHM, EMPTY);
       return;
     }
-    this.handle(conn, { id, handler: route.handler, data, shared: true });
+    this.handle(conn, { id, handler: route.handler, data: data ?? Frame.of(EMPTY), sink, shared: true, filling });
   }
 
   /** The process behind `conn`'s socket, proven once per connection from the first pid it names (see socket-peer.ts). */
@@ -292,9 +308,10 @@ export class DirectServer {
   /**
    * Runs `call.handler` on a request that arrived on `conn`. `shared`: it
    * came in the requester's shared memory, and the reply may go in this
-   * process's.
+   * process's; `filling`: it came filling, and a large deferred reply may
+   * go the same way.
    */
-  private handle(conn: ServedConnection, { id, handler, data, shared = false, sink }: { id: number; handler: RouteHandler; data: Frame; shared?: boolean; sink?: FrameSink }): void {
+  private handle(conn: ServedConnection, { id, handler, data, shared = false, filling = false, sink }: { id: number; handler: RouteHandler; data: Frame; shared?: boolean; filling?: boolean; sink?: FrameSink }): void {
     this.calls++;
     // Under way until answered.
     conn.busy++;
@@ -303,6 +320,7 @@ export class DirectServer {
       if (answered || conn.socket.destroyed) return false;
       answered = true;
       conn.busy--;
+      if (filling && this.answerFilling(conn, id, answer)) return true;
       const placed = shared && this.segments ? this.segments.place(answer) : undefined;
       if (placed?.ref) {
         this.lendReply(conn, id, REPLY_SHM, placed.ref, placed.data as Frame);
@@ -315,6 +333,21 @@ export class DirectServer {
         if (placed?.data instanceof Frame) placed.data.release();
       }
     }, sink);
+  }
+
+  /**
+   * Sends `answer` as a reply filling a segment of this process, when it is
+   * a large deferred frame and a segment takes it: lent to the requester
+   * until given back, announced, then copied in. False when it cannot go so.
+   */
+  private answerFilling(conn: ServedConnection, id: number, answer: Payload): boolean {
+    if (!this.segments || answer instanceof Uint8Array || answer instanceof Frame) return false;
+    const filling = placeFilling(this.segments, answer);
+    if (!filling) return false;
+    this.lendReply(conn, id, REPLY_FILLING, filling.ref, filling.frame);
+    // Read while the answer is surely held (respond's caller holds it); a failure is in the word, for the requester.
+    filling.fill();
+    return true;
   }
 
   /**

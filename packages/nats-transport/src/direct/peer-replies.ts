@@ -6,7 +6,7 @@
  */
 import { Frame, TransportError, type FrameSink } from '@tensorbus/core';
 import { SEGMENT_REF_BYTES } from '../shm/shared-segments.js';
-import { REPLY_OK, REPLY_SHM } from './direct-protocol.js';
+import { REPLY_FILLING, REPLY_OK, REPLY_SHM } from './direct-protocol.js';
 
 /** A reply: its status and bytes (a frame the request's caller owns: release it when done; empty when a sink took them). */
 export interface PeerReply {
@@ -55,7 +55,7 @@ export function emptyFrame(): Frame {
 export function replyRefusal(status: number, size: number, limit: ReplyLimit | undefined, maxReplyBytes: number): string | undefined {
   if (status !== REPLY_OK) {
     // Refusals carry nothing; a shared-memory reply carries one reference.
-    if (status === REPLY_SHM ? size === SEGMENT_REF_BYTES : size === 0) return undefined;
+    if (status === REPLY_SHM || status === REPLY_FILLING ? size === SEGMENT_REF_BYTES : size === 0) return undefined;
     return limit?.exact !== undefined ? 'fail' : `status ${status} with ${size} bytes`;
   }
   if (limit?.exact !== undefined) return size === limit.exact ? undefined : 'fail';

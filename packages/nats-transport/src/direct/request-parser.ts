@@ -2,14 +2,14 @@
  * Splits the byte stream a data-port connection receives into requests:
  * GETs of offered payloads, calls on direct routes whose payloads are
  * copied straight into their own (pooled) buffers, calls whose payloads lie
- * in shared memory, segments given back, and
+ * in shared memory (whole, or still filling), segments given back, and
  * connections joining a lane group.
  * @module
  */
 import { TransportError, type Frame } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
 import { readSegmentRef, SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
-import { CALL_HEAD_BYTES, GET_BYTES, LANE_BYTES, OP_CALL, OP_CALL_PULLED, OP_CALL_SHM, OP_GET, OP_LANE, OP_RELEASE, readSize, REPLY_HEADER_BYTES, TOKEN_BYTES } from './direct-protocol.js';
+import { CALL_HEAD_BYTES, GET_BYTES, LANE_BYTES, OP_CALL, OP_CALL_FILLING, OP_CALL_PULLED, OP_CALL_SHM, OP_GET, OP_LANE, OP_RELEASE, readSize, REPLY_HEADER_BYTES, TOKEN_BYTES } from './direct-protocol.js';
 
 /** A request read off a connection. */
 export type DirectRequest =
@@ -18,7 +18,8 @@ export type DirectRequest =
   | { op: 'call'; id: number; token: string; subject: string; data: Frame }
   | { op: 'refused'; id: number }
   | { op: 'pulled'; id: number; token: string; subject: string; offer: string; size: number }
-  | { op: 'shm'; id: number; token: string; subject: string; ref: SegmentRef }
+  /** `filling`: the requester is still copying it in (see shm/filling.ts). */
+  | { op: 'shm'; id: number; token: string; subject: string; ref: SegmentRef; filling: boolean }
   | { op: 'release'; ref: SegmentRef }
   /** This connection joins the lane group `group` (hex) as lane `index`. */
   | { op: 'lane'; group: string; index: number };
@@ -126,7 +127,7 @@ export class RequestParser {
           size: readSize(input, offerEnd),
         });
         input = input.subarray(offerEnd + 8);
-      } else if (op === OP_CALL_SHM) {
+      } else if (op === OP_CALL_SHM || op === OP_CALL_FILLING) {
         if (input.length < CALL_HEAD_BYTES) break;
         const subjectEnd = CALL_HEAD_BYTES + input.readUInt16BE(CALL_HEAD_BYTES - 2);
         if (input.length < subjectEnd + SEGMENT_REF_BYTES) break;
@@ -136,6 +137,7 @@ export class RequestParser {
           token: input.subarray(5, 5 + TOKEN_BYTES).toString('hex'),
           subject: input.subarray(CALL_HEAD_BYTES, subjectEnd).toString('utf8'),
           ref: readSegmentRef(input, subjectEnd),
+          filling: op === OP_CALL_FILLING,
         });
         input = input.subarray(subjectEnd + SEGMENT_REF_BYTES);
       } else if (op === OP_LANE) {

@@ -39,6 +39,7 @@ const MB = 2 ** 20;
 const NOOP: ExperimentCase = { id: 'noop', kind: 'latency', bytes: 0 };
 const KB4: ExperimentCase = { id: '4KB', kind: 'latency', bytes: 4096 };
 const MB4: ExperimentCase = { id: '4MB', kind: 'latency', bytes: 4 * MB };
+const MB40: ExperimentCase = { id: '40MB', kind: 'latency', bytes: 40 * MB };
 const MB400: ExperimentCase = { id: '400MB', kind: 'latency', bytes: 400 * MB };
 const RREF: ExperimentCase = { id: 'rref', kind: 'rref' };
 const RL: ExperimentCase = { id: 'RL example', kind: 'rl' };
@@ -54,6 +55,14 @@ export const EXPERIMENTS: readonly Experiment[] = [
     off: { TENSORBUS_BENCH_LANES: '1' },
     cases: [MB4, MB400],
     placements: ['two-hosts', 'two-hosts-netem'],
+  },
+  {
+    name: 'filling',
+    mechanism: 'A large deferred frame is announced before it is in its shared-memory segment and read while it is copied in (TENSORBUS_SHM_FILLING=0 off).',
+    on: {},
+    off: { TENSORBUS_SHM_FILLING: '0' },
+    cases: [MB4, MB40, MB400],
+    placements: ['one-host'],
   },
   {
     name: 'write-from-heap',
