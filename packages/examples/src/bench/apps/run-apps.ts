@@ -60,7 +60,7 @@ function run(command: string, args: string[], options: { cwd: string; env?: Node
 }
 
 /** One run of an example on a build: its rate; `args` replaces the case's own flags (given the run's out folder). */
-export async function runExample(c: AppCase, build: Build, quick: boolean, args?: (out: string) => string[]): Promise<number> {
+export async function runExample(c: AppCase, build: Build, quick: boolean, args?: (out: string) => string[], inspect?: (out: string) => void): Promise<number> {
   const out = mkdtempSync(join(tmpdir(), `tensorbus-bench-${c.id}-`));
   try {
     const launcher = join(build.root, 'packages/actors/dist/src/cli/main.js');
@@ -70,7 +70,9 @@ export async function runExample(c: AppCase, build: Build, quick: boolean, args?
     const env: NodeJS.ProcessEnv = { ...process.env, ...build.env };
     delete env.NATS_URL;
     const stdout = await run(process.execPath, command, { cwd: build.root, env, timeoutMs: 15 * 60_000 });
-    return c.rate(stdout, out);
+    const rate = c.rate(stdout, out);
+    inspect?.(out);
+    return rate;
   } finally {
     rmSync(out, { recursive: true, force: true });
   }

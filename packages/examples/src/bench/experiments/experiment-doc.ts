@@ -2,8 +2,9 @@
  * Writes an experiment's outcome (run-experiment.ts) as a table into its
  * generated part of docs/experiments/data-plane.md: per placement and case,
  * the median of each side's block figures, the median A/B of the pairs, the
- * range of the pair ratios (the noise) and the verdict. A difference counts
- * only when every pair ratio is on the same side of 1.0.
+ * range of the pair ratios (the noise) and the verdict, for time per call and
+ * for CPU time per call. A difference counts only when every pair ratio is on
+ * the same side of 1.0.
  * @module
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -27,7 +28,9 @@ export function verdict(ratios: readonly number[]): string {
 function row(o: CaseOutcome): string {
   const f = (n: number) => (n >= 10 ? n.toFixed(1) : n >= 1 ? n.toFixed(2) : n.toFixed(3));
   const ratios = `${Math.min(...o.ratios).toFixed(2)}–${Math.max(...o.ratios).toFixed(2)}`;
-  return `| ${o.placement} | ${o.caseId} | ${f(median(o.on))} | ${f(median(o.off))} | ${median(o.ratios).toFixed(2)} | ${ratios} | ${verdict(o.ratios)} |`;
+  const cpuRatios = o.onCpu.map((on, i) => on / o.offCpu[i]!);
+  const cpu = o.onCpu.length === 0 ? '— | — | — | not measured' : `${f(median(o.onCpu))} | ${f(median(o.offCpu))} | ${median(cpuRatios).toFixed(2)} (${Math.min(...cpuRatios).toFixed(2)}–${Math.max(...cpuRatios).toFixed(2)}) | ${verdict(cpuRatios)}`;
+  return `| ${o.placement} | ${o.caseId} | ${f(median(o.on))} | ${f(median(o.off))} | ${median(o.ratios).toFixed(2)} | ${ratios} | ${verdict(o.ratios)} | ${cpu} |`;
 }
 
 /** The generated body of experiment `outcome`: setup line, table, load averages, skipped placements. */
@@ -36,10 +39,10 @@ export function renderExperiment(outcome: ExperimentOutcome): string {
   const lines = [
     `${e.mechanism}`,
     '',
-    `Run ${outcome.started.slice(0, 16).replace('T', ' ')} UTC at commit ${outcome.commit}, ${outcome.rounds} pairs of blocks per case${outcome.quick ? ' (--quick: a smoke test, not a measurement)' : ''}. A = on (${Object.keys(e.on).length === 0 ? 'default' : JSON.stringify(e.on)}), B = off (${Object.entries(e.off).map(([k, v]) => `${k}=${v}`).join(' ')}). Figures in ms (${[...new Set(outcome.outcomes.map((o) => o.unit))].join('; ')}), medians over the blocks.`,
+    `Run ${outcome.started.slice(0, 16).replace('T', ' ')} UTC at commit ${outcome.commit}, ${outcome.rounds} pairs of blocks per case${outcome.quick ? ' (--quick: a smoke test, not a measurement)' : ''}. A = on (${Object.keys(e.on).length === 0 ? 'default' : JSON.stringify(e.on)}), B = off (${Object.entries(e.off).map(([k, v]) => `${k}=${v}`).join(' ')}). Figures in ms (${[...new Set(outcome.outcomes.map((o) => o.unit))].join('; ')}), medians over the blocks. CPU: ms of CPU time (user + system) per call of the driver and the callee together, or per environment step of every process of the RL run (start-up included), warm-up excluded; /proc counts in 10 ms ticks.`,
     '',
-    '| where | case | A (on) | B (off) | A/B (median of pairs) | A/B range of pairs | verdict |',
-    '|---|---|---|---|---|---|---|',
+    '| where | case | A (on) | B (off) | A/B (median of pairs) | A/B range of pairs | verdict (time) | CPU A | CPU B | CPU A/B (range) | verdict (CPU) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...outcome.outcomes.map(row),
     '',
     `Load average (1, 5, 15 min) before → after: ${outcome.load.map((l) => `${l.placement} ${l.before} → ${l.after}`).join('; ')}.`,

@@ -6,10 +6,15 @@
  * blocks, A then B, one pair after another, so a burst of load from
  * elsewhere falls on both halves of a pair alike. Each block gives one
  * median; each pair one ratio A/B of time per call (below 1: the mechanism
- * is faster). The load average is read before and after each placement.
+ * is faster). Each block also gives the CPU time its processes spent per
+ * call (driver and callee; for the RL example every process of the run),
+ * which is what polling trades for time. The load average is read before
+ * and after each placement.
  * @module
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { namespacesRefused, TwoHosts } from '@tensorbus/nats-transport/testing';
 import { startNatsServer } from '@tensorbus/nats-transport';
@@ -17,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { APP_CASES } from '../apps/app-cases.js';
 import { runExample } from '../apps/run-apps.js';
 import { BenchChild } from '../process/bench-child.js';
+import { childrenCpuMs, processCpuMs } from './cpu-time.js';
 import { median } from '../stats.js';
 import type { Experiment, ExperimentCase, Placement } from './experiment-list.js';
 
@@ -39,6 +45,9 @@ export interface CaseOutcome {
   off: number[];
   /** A/B of each pair (time per call: below 1, the mechanism is faster). */
   ratios: number[];
+  /** CPU ms per call (or per environment step) of each block's processes, in pair order; empty where /proc cannot be read. */
+  onCpu: number[];
+  offCpu: number[];
 }
 
 /** A placement that could not be measured, and why. */
@@ -116,23 +125,46 @@ const REPOSITORY = fileURLToPath(new URL('../../../../../../', import.meta.url))
 /** Episode rounds of the RL example per block. */
 const RL_EPISODES = 30;
 
-/** One run of the RL example through `tensorbus launch` with `env`: ms per environment step. */
-async function rlBlock(env: Record<string, string>, quick: boolean): Promise<number> {
-  const rl = APP_CASES.find((c) => c.id === 'rl')!;
-  const episodes = String(quick ? 5 : RL_EPISODES);
-  const rate = await runExample(rl, { label: 'experiment', root: REPOSITORY, env: { ...env, TENSORBUS_QUIET: '1' } }, quick, (out) => ['--max-episodes', episodes, '--out', out]);
-  return 1000 / rate;
+/** A block's figures: ms per call (or step), and CPU ms per call (or step) when it could be read. */
+interface BlockFigures {
+  ms: number;
+  cpuMs?: number;
 }
 
-/** One block of `c` on `side`: its figure (ms per call). */
-async function block(side: Side, c: ExperimentCase, warmup: number, calls: number): Promise<number> {
+/** One run of the RL example through `tensorbus launch` with `env`: per environment step (CPU: every process of the run, start-up included). */
+async function rlBlock(env: Record<string, string>, quick: boolean): Promise<BlockFigures> {
+  const rl = APP_CASES.find((c) => c.id === 'rl')!;
+  const episodes = quick ? 5 : RL_EPISODES;
+  const cpuBefore = childrenCpuMs();
+  let steps = 0;
+  const countSteps = (out: string) => {
+    const summary = JSON.parse(readFileSync(join(out, 'rl.json'), 'utf8')) as { observers: number; curve: Array<{ meanReward: number }> };
+    steps = summary.curve.reduce((sum, c) => sum + c.meanReward, 0) * summary.observers;
+  };
+  const rate = await runExample(rl, { label: 'experiment', root: REPOSITORY, env: { ...env, TENSORBUS_QUIET: '1' } }, quick, (out) => ['--max-episodes', String(episodes), '--out', out], countSteps);
+  const cpuAfter = childrenCpuMs();
+  const cpuMs = cpuBefore === undefined || cpuAfter === undefined || !steps ? undefined : (cpuAfter - cpuBefore) / steps;
+  return { ms: 1000 / rate, cpuMs };
+}
+
+/** One block of `c` on `side`: ms per call, and the driver's and callee's CPU ms per call (warm-up excluded). */
+async function block(side: Side, c: ExperimentCase, warmup: number, calls: number): Promise<BlockFigures> {
+  const pids = [side.caller.pid, side.callee.pid];
   if (c.kind === 'rref') {
-    const answer = await side.caller.request<{ rounds: number[] }>('rref', { plan: { window: 1, calls, rounds: 1, warmupCalls: warmup } });
-    return 1000 / median(answer.rounds);
+    if (warmup > 0) await side.caller.request('rref', { plan: { window: 1, calls: warmup, rounds: 1, warmupCalls: 0 } });
+    const cpuBefore = processCpuMs(pids);
+    const answer = await side.caller.request<{ rounds: number[] }>('rref', { plan: { window: 1, calls, rounds: 1, warmupCalls: 0 } });
+    return { ms: 1000 / median(answer.rounds), cpuMs: perCall(cpuBefore, processCpuMs(pids), calls) };
   }
-  const answer = await side.caller.request<{ samplesMs: number[]; timeouts?: number }>('latency', { bytes: c.bytes, plan: { warmup, reps: calls } });
+  if (warmup > 0) await side.caller.request('latency', { bytes: c.bytes, plan: { warmup: 0, reps: warmup } });
+  const cpuBefore = processCpuMs(pids);
+  const answer = await side.caller.request<{ samplesMs: number[]; timeouts?: number }>('latency', { bytes: c.bytes, plan: { warmup: 0, reps: calls } });
   if (answer.timeouts) throw new Error(`${answer.timeouts} calls of ${c.id} timed out`);
-  return median(answer.samplesMs);
+  return { ms: median(answer.samplesMs), cpuMs: perCall(cpuBefore, processCpuMs(pids), calls) };
+}
+
+function perCall(before: number | undefined, after: number | undefined, calls: number): number | undefined {
+  return before === undefined || after === undefined ? undefined : (after - before) / calls;
 }
 
 async function runCases(e: Experiment, placement: Placement, a: Side, b: Side, options: ExperimentRunOptions): Promise<CaseOutcome[]> {
@@ -140,14 +172,19 @@ async function runCases(e: Experiment, placement: Placement, a: Side, b: Side, o
   for (const c of e.cases) {
     const [warmup, rewarm, calls] = blockPlan(c, options.quick);
     const unit = c.kind === 'rl' ? 'ms per environment step of the RL example' : c.kind === 'rref' ? 'ms per RRef cycle' : 'ms per round trip';
-    const outcome: CaseOutcome = { placement, caseId: c.id, unit, on: [], off: [], ratios: [] };
+    const outcome: CaseOutcome = { placement, caseId: c.id, unit, on: [], off: [], ratios: [], onCpu: [], offCpu: [] };
     for (let r = 0; r < options.rounds; r++) {
       const on = c.kind === 'rl' ? await rlBlock(e.on, options.quick) : await block(a, c, r === 0 ? warmup : rewarm, calls);
       const off = c.kind === 'rl' ? await rlBlock(e.off, options.quick) : await block(b, c, r === 0 ? warmup : rewarm, calls);
-      outcome.on.push(on);
-      outcome.off.push(off);
-      outcome.ratios.push(on / off);
-      console.log(`  ${placement} ${c.id} pair ${r + 1}/${options.rounds}: on ${on.toFixed(3)} ms, off ${off.toFixed(3)} ms, A/B ${(on / off).toFixed(2)}`);
+      outcome.on.push(on.ms);
+      outcome.off.push(off.ms);
+      outcome.ratios.push(on.ms / off.ms);
+      if (on.cpuMs !== undefined && off.cpuMs !== undefined) {
+        outcome.onCpu.push(on.cpuMs);
+        outcome.offCpu.push(off.cpuMs);
+      }
+      const cpu = on.cpuMs !== undefined && off.cpuMs !== undefined ? `; CPU on ${on.cpuMs.toFixed(3)} ms, off ${off.cpuMs.toFixed(3)} ms` : '';
+      console.log(`  ${placement} ${c.id} pair ${r + 1}/${options.rounds}: on ${on.ms.toFixed(3)} ms, off ${off.ms.toFixed(3)} ms, A/B ${(on.ms / off.ms).toFixed(2)}${cpu}`);
     }
     out.push(outcome);
   }
