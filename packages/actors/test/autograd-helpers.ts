@@ -24,9 +24,9 @@ export function localGrads(f: (...xs: tf.Tensor[]) => tf.Tensor, xs: tf.Tensor[]
   return tf.grads(f)(xs);
 }
 
-/** A trainable variable with deterministic values. */
+/** A trainable variable with deterministic values (its initial tensor is disposed: only the variable is the caller's). */
 export function variable(shape: number[], seed: number): tf.Variable {
-  return tf.variable(tf.randomUniform(shape, -1, 1, 'float32', seed));
+  return tf.tidy(() => tf.variable(tf.randomUniform(shape, -1, 1, 'float32', seed)));
 }
 
 /** A group of agents, shut down when the test ends (passed or not). */

@@ -34,7 +34,7 @@
  * ```
  * @module
  */
-import { InvalidArgumentError, localTransport, type Transport, type TransportRoute } from '@tensorbus/core';
+import { InvalidArgumentError, localTransport, type BeaconCapable, type RouteReporting, type SinkCapable, type TransportRoute } from '@tensorbus/core';
 import { natsTransport } from '../node-connect.js';
 import type { NatsTransportOptions } from '../options.js';
 import { startNatsServer, type NatsServer, type NatsServerOptions } from '@tensorbus/nats-server';
@@ -55,6 +55,9 @@ export interface CreateOptions extends Partial<NatsTransportOptions> {
 /** The names of the transport kinds, one per route. */
 export type TransportKindName = 'local' | 'nats-bus' | 'nats-tcp' | 'nats-shm';
 
+/** What a kind's transports have: sinks and route reports always, beacons on NATS. */
+export type KindTransport = SinkCapable & RouteReporting & Partial<Pick<BeaconCapable, 'startBeacon'>>;
+
 /** A kind of transport the suites run over. */
 export interface TransportKind {
   readonly name: TransportKindName;
@@ -68,7 +71,7 @@ export interface TransportKind {
    */
   readonly route: TransportRoute;
   /** A new transport; without a namespace, a fresh one nobody else uses. */
-  create(options?: CreateOptions): Promise<Transport>;
+  create(options?: CreateOptions): Promise<KindTransport>;
 }
 
 let shared: Promise<NatsServer> | undefined;
