@@ -3,6 +3,8 @@
  */
 import type { ExecutionContext } from 'ava';
 import { tf } from '@tensorbus/core';
+import type { RpcAgent } from '../src/index.js';
+import { eventually, startGroup, stopAll, type TransportKind } from './helpers.js';
 
 /** Asserts that `actual` equals `expected` elementwise within `tolerance` (and has its shape). */
 export async function assertClose(t: ExecutionContext, actual: tf.Tensor | null | undefined, expected: tf.Tensor, message = '', tolerance = 1e-5): Promise<void> {
@@ -22,7 +24,19 @@ export function localGrads(f: (...xs: tf.Tensor[]) => tf.Tensor, xs: tf.Tensor[]
   return tf.grads(f)(xs);
 }
 
-/** A trainable variable with deterministic values. */
+/** A trainable variable with deterministic values (its initial tensor is disposed: only the variable is the caller's). */
 export function variable(shape: number[], seed: number): tf.Variable {
-  return tf.variable(tf.randomUniform(shape, -1, 1, 'float32', seed));
+  return tf.tidy(() => tf.variable(tf.randomUniform(shape, -1, 1, 'float32', seed)));
+}
+
+/** A group of agents, shut down when the test ends (passed or not). */
+export async function group(tt: ExecutionContext, kind: TransportKind, names: string[]): Promise<RpcAgent[]> {
+  const agents = await startGroup(kind, names);
+  tt.teardown(() => stopAll(agents));
+  return agents;
+}
+
+/** Every agent of the group holds no context any more. */
+export async function allReleased(agents: RpcAgent[]): Promise<void> {
+  await eventually(() => agents.every((a) => a.distAutograd.size === 0), 5_000);
 }

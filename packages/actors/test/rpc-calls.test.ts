@@ -281,17 +281,13 @@ function bytesOnly(base: Transport, given: unknown[]): Transport {
   };
 }
 
-/** `base` as a transport written before cancellers existed: it ignores `canceller`, and closes `base` only when `release` is called. */
+/** `base` as a transport of the base interface alone (no canceller: that comes with the sink capability), which closes `base` only when `release` is called. */
 function noCanceller(base: Transport): Transport & { release(): Promise<void> } {
   return {
     kind: base.kind,
     maxPayload: base.maxPayload,
     status$: base.status$,
-    takesDeferredBytes: base.takesDeferredBytes,
-    request: (subject, data, options = {}) => {
-      const { canceller: _ignored, ...rest } = options;
-      return base.request(subject, data, rest);
-    },
+    request: (subject, data, options) => base.request(subject, data, options),
     publish: (subject, data) => base.publish(subject, data),
     subscribe: (subject, handler, options) => base.subscribe(subject, handler, options),
     flush: () => base.flush(),

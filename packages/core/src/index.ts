@@ -24,10 +24,19 @@ export type {
   InboundMessage,
   SubscribeOptions,
   TransportSubscription,
-  BeaconSpec,
-  BeaconSlot,
   RequestFailureReason,
 } from './transport/transport.js';
+export { hasSinks, reportsRoutes, hasBeacon, isRandomAccess } from './transport/capabilities.js';
+export type {
+  SinkCapable,
+  SinkRequestOptions,
+  SinkSubscribeOptions,
+  RouteReporting,
+  BeaconCapable,
+  BeaconSpec,
+  BeaconSlot,
+  RandomAccessSink,
+} from './transport/capabilities.js';
 
 // Futures
 export { RpcFuture } from './rpc-future.js';

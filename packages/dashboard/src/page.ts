@@ -71,7 +71,8 @@ function render(state) {
   const rows = state.workers.map((w) => {
     const s = w.stats;
     const cells = [el('td', { 'data-field': 'name', class: 'long', title: w.name }, w.name), el('td', {}, w.id), el('td', { 'data-field': 'state', class: 'state ' + w.state }, w.state)];
-    if (s) {
+    // A departed worker's last answer is no longer live figures (a call it had in flight then is not in flight now): the row says when it went.
+    if (s && w.state === 'up') {
       const served = rates(s.served, 10, nowS);
       const total = s.served.reduce((n, f) => n + f.total, 0);
       const made = s.made.reduce((n, f) => n + f.total, 0);
@@ -79,7 +80,7 @@ function render(state) {
       const routes = Object.entries(s.routes).map(([peer, r]) => peer + ':' + r).join(' ');
       cells.push(el('td', { class: 'long', title: s.host + ' (' + s.pid + ')' }, s.host + ' (' + s.pid + ')'), el('td', {}, uptime(s.uptimeS)), el('td', {}, s.backend), el('td', { class: 'long', title: routes }, s.transport + (routes ? ' · ' + [...new Set(Object.values(s.routes))].join('/') : '')),
         el('td', { 'data-field': 'calls', class: 'num' }, total), el('td', { 'data-field': 'made', class: 'num' }, made), el('td', { class: 'num' }, served.perSecond.toFixed(1)), el('td', { class: 'num' }, served.meanMs.toFixed(2)),
-        el('td', { 'data-field': 'errors', class: 'num' + (errors ? ' bad' : '') }, errors), el('td', { class: 'num' }, s.inFlight), el('td', { class: 'num' }, s.rrefs.owned + '/' + s.rrefs.used), el('td', { class: 'num' }, s.contexts),
+        el('td', { 'data-field': 'errors', class: 'num' + (errors ? ' bad' : '') }, errors), el('td', { 'data-field': 'in-flight', class: 'num' }, s.inFlight), el('td', { class: 'num' }, s.rrefs.owned + '/' + s.rrefs.used), el('td', { class: 'num' }, s.contexts),
         el('td', { 'data-field': 'tensors', class: 'num' }, s.tensors), el('td', { class: 'num' }, bytes(s.tensorBytes)), el('td', { class: 'num' }, s.wasmHeapBytes ? bytes(s.wasmHeapBytes) : '-'), el('td', { class: 'num' }, bytes(s.rssBytes)));
     } else {
       cells.push(el('td', { colspan: 16, class: 'muted' }, w.state === 'up' ? 'no stats answer' : 'departed ' + new Date(w.lastSeen).toLocaleTimeString()));
@@ -103,7 +104,7 @@ function render(state) {
     const series = [{ label: 'served', points: served, color: COLORS[0] }, { label: 'made', points: made, color: COLORS[1] }];
     return el('div', { class: 'card' }, [el('h3', {}, w.name + ' calls/s (last 2 min)'), lineChart(series, 360, 120, { x0: -seconds + 1, x1: 0 }), legend(series)]);
   });
-  $('rates').replaceChildren(...charts);
+  $('rates').replaceChildren(...(charts.length ? charts : [el('p', { class: 'muted' }, up.length ? 'No stats answer from the workers up.' : 'No worker is up.')]));
   // Functions
   const fnRows = [];
   for (const w of up) if (w.stats) for (const [side, list] of [['served', w.stats.served], ['made', w.stats.made]]) for (const f of list) {

@@ -22,12 +22,15 @@ import {
   Frame,
   payloadFrame,
   RequestFailure,
+  type BeaconCapable,
   type BeaconSlot,
   type BeaconSpec,
   type InboundMessage,
   type Payload,
-  type RequestOptions,
-  type SubscribeOptions,
+  type RouteReporting,
+  type SinkCapable,
+  type SinkRequestOptions as RequestOptions,
+  type SinkSubscribeOptions as SubscribeOptions,
   type Transport,
   type TransportRoute,
   type TransportStatus,
@@ -63,7 +66,7 @@ interface Outgoing {
 const MAX_CHECKED_SUBJECTS = 1024;
 
 /** A Transport on one NATS connection. */
-export class NatsTransport implements Transport {
+export class NatsTransport implements Transport, SinkCapable, RouteReporting, BeaconCapable {
   readonly kind = 'nats';
   readonly takesDeferredBytes = true;
   readonly maxPayload: number;

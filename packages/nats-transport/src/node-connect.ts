@@ -5,7 +5,7 @@
  * @module
  */
 import type { ConnectionOptions, NatsConnection } from 'nats';
-import { TransportError, type BeaconSpec, type Transport } from '@tensorbus/core';
+import { TransportError, type BeaconCapable, type BeaconSpec, type RouteReporting, type SinkCapable } from '@tensorbus/core';
 import { beaconHost } from './beacon/beacon-host.js';
 import type { BeaconConnectionOptions } from './beacon/beacon-protocol.js';
 import { DEFAULT_CHUNK_TIMEOUT_MS } from './chunks/chunk-protocol.js';
@@ -34,7 +34,8 @@ function beaconConnection(options: NatsTransportOptions): BeaconConnectionOption
 }
 
 /**
- * Connects to NATS and returns a Transport.
+ * Connects to NATS and returns a Transport, with every capability (sinks,
+ * route reports, beacons).
  *
  * @example
  * ```ts
@@ -43,7 +44,7 @@ function beaconConnection(options: NatsTransportOptions): BeaconConnectionOption
  * ```
  * @throws PermissionDeniedError when the server refuses the credentials; TransportError when it cannot be reached.
  */
-export async function natsTransport(options: NatsTransportOptions = {}): Promise<Transport> {
+export async function natsTransport(options: NatsTransportOptions = {}): Promise<SinkCapable & RouteReporting & BeaconCapable> {
   // Checked before anything is opened: a refused namespace leaves no connection behind.
   if (options.namespace) checkSubject(options.namespace, 'subject');
   if (options.inboxPrefix !== undefined) checkSubject(options.inboxPrefix, 'reply subject');

@@ -3,7 +3,7 @@ import { Frame, RequestFailure, RpcTimeoutError, ShutdownError, WorkerUnavailabl
 import { acquireFrame } from '@tensorbus/core/internal';
 import type { DirectStats } from '../src/index.js';
 import type { NatsTransport } from '../src/internal.js';
-import { connectRawNats, sharedNatsServer, transportKinds, type TransportKind } from '../src/testing/index.js';
+import { connectRawNats, sharedNatsServer, transportKinds, type KindTransport, type TransportKind } from '../src/testing/index.js';
 
 /**
  * Two transports on one fresh namespace. `b` serves `echo` alone, as a worker
@@ -12,7 +12,7 @@ import { connectRawNats, sharedNatsServer, transportKinds, type TransportKind } 
  * of a queue group (always the bus), and `slow` and `silent`. Both are
  * closed when the test ends, whether it passed or not.
  */
-async function pair(tt: ExecutionContext, kind: TransportKind, options = {}): Promise<{ a: Transport; b: Transport; namespace: string; close(): Promise<void> }> {
+async function pair(tt: ExecutionContext, kind: TransportKind, options = {}): Promise<{ a: KindTransport; b: KindTransport; namespace: string; close(): Promise<void> }> {
   const namespace = `c${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
   const a = await kind.create({ namespace, ...options });
   const b = await kind.create({ namespace, ...options });

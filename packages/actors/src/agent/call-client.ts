@@ -6,6 +6,7 @@
  */
 import {
   defaultCodec,
+  hasSinks,
   RequestFailure,
   RpcTimeoutError,
   ShutdownError,
@@ -136,7 +137,8 @@ export class CallClient {
     if (profiled) (request[3] as CallMeta).prof = 1;
     const context: WireContext = { host: this.host, peer: to };
     // Large tensors are read out of tensor memory as they are sent, and a large reply is decoded as it arrives.
-    const payload = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing(request, context) : defaultCodec.encode(request, context);
+    const sinks = hasSinks(this.transport) ? this.transport : undefined;
+    const payload = sinks ? defaultCodec.encodeOutgoing(request, context) : defaultCodec.encode(request, context);
     const sentAt = profiled ? performance.now() : 0;
     if (bytes !== undefined) bytes.sent = payload.byteLength;
     let arrivedAt = 0;
@@ -157,7 +159,9 @@ export class CallClient {
     this.sentTo[to] = (this.sentTo[to] ?? 0) + 1;
     try {
       // The caller's signal goes to the transport as it is; departures and shutdown end the call through its canceller.
-      const sent = this.transport.request(callSubject(to), payload, { timeoutMs, signal: options.signal, replySink, canceller: (cancel) => (call.cancel = cancel) });
+      const sent = sinks
+        ? sinks.request(callSubject(to), payload, { timeoutMs, signal: options.signal, replySink, canceller: (cancel) => (call.cancel = cancel) })
+        : this.transport.request(callSubject(to), payload, { timeoutMs, signal: options.signal });
       const replyBytes = await (call.cancel !== undefined ? sent : cancellable(call, sent));
       replyBytesLength ||= replyBytes.byteLength;
       if (bytes !== undefined) bytes.received = replyBytesLength;

@@ -5,7 +5,7 @@
  * error or drops it; it never crashes.
  * @module
  */
-import { defaultCodec, SerializationError, ShutdownError, UnknownFunctionError, type FrameDecoder, type FrameSink, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
+import { defaultCodec, hasSinks, SerializationError, ShutdownError, UnknownFunctionError, type FrameDecoder, type FrameSink, type InboundMessage, type Payload, type Transport, type TransportSubscription } from '@tensorbus/core';
 import { errorToWire, releaseOutgoing, remoteErrorFrom, type WireError } from '@tensorbus/core/internal';
 import { callDescription, lookupCallable, type RegistryEntry } from '../registry/functions.js';
 import { freeInstance } from '../rref/held-tensors.js';
@@ -73,10 +73,11 @@ export class CallServer {
   listen(): void {
     // Only this worker serves its call subject (membership keeps names unique): requests may come direct.
     // An in-process transport delivers in the sender's async scope: what the request decodes to is not the sender's call's.
-    this.subscription = this.transport.subscribe(callSubject(this.name), (message) => void outsideCalls(() => this.handle(message)), {
-      exclusive: true,
-      requestSink: (byteLength) => this.requestSink(byteLength),
-    });
+    const handler = (message: InboundMessage) => void outsideCalls(() => this.handle(message));
+    const transport = this.transport;
+    this.subscription = hasSinks(transport)
+      ? transport.subscribe(callSubject(this.name), handler, { exclusive: true, requestSink: (byteLength) => this.requestSink(byteLength) })
+      : transport.subscribe(callSubject(this.name), handler);
   }
 
   /**
@@ -222,7 +223,7 @@ export class CallServer {
       const kind = replyKind(OK, caller.verified);
       const reply = timing ? [kind, result, timing] : [kind, result];
       // A large result is read out of tensor memory as it is sent (it is kept until then).
-      bytes = this.transport.takesDeferredBytes ? defaultCodec.encodeOutgoing(reply, context) : defaultCodec.encode(reply, context);
+      bytes = hasSinks(this.transport) ? defaultCodec.encodeOutgoing(reply, context) : defaultCodec.encode(reply, context);
     } catch (error) {
       disposeTransient(request.args, result);
       made?.close();

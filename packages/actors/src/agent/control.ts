@@ -12,7 +12,7 @@
  * without an envelope is still handled, with no sender.
  * @module
  */
-import { defaultCodec, InvalidArgumentError, type InboundMessage, type Transport, type TransportSubscription } from '@tensorbus/core';
+import { defaultCodec, hasSinks, InvalidArgumentError, type InboundMessage, type Transport, type TransportSubscription } from '@tensorbus/core';
 import { decodeWithoutTensors } from '../tensors.js';
 import { errorToWire } from '@tensorbus/core/internal';
 import type { CallAuth } from './call-auth.js';
@@ -78,7 +78,9 @@ export class ControlChannel {
   /** Starts listening on this worker's control subject. */
   listen(): void {
     // Only this worker serves its control subject: acknowledged messages (RRef protocol, status) may come direct.
-    this.subscription = this.transport.subscribe(controlSubject(this.name), (m) => this.dispatch(m), { exclusive: true });
+    const transport = this.transport;
+    const handler = (m: InboundMessage) => this.dispatch(m);
+    this.subscription = hasSinks(transport) ? transport.subscribe(controlSubject(this.name), handler, { exclusive: true }) : transport.subscribe(controlSubject(this.name), handler);
   }
 
   /** Sends a control message to `worker` without waiting. */

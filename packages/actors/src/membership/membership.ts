@@ -14,7 +14,7 @@
  */
 import { randomUuid } from '../platform/crypto.js';
 import type { BehaviorSubject, Subject, Subscription } from 'rxjs';
-import { defaultCodec, DuplicateWorkerError, RpcTimeoutError, type BeaconSlot, type Transport, type TransportSubscription } from '@tensorbus/core';
+import { defaultCodec, DuplicateWorkerError, hasBeacon, RpcTimeoutError, type BeaconSlot, type Transport, type TransportSubscription } from '@tensorbus/core';
 import { errorToWire, waitAtMost } from '@tensorbus/core/internal';
 import { decodeWithoutTensors } from '../tensors.js';
 import type { WorkerInfo } from '../worker-info.js';
@@ -278,8 +278,9 @@ export class Membership implements MembershipFace {
   private startBeacon(): void {
     if (this.left || this.beacon) return;
     const data: BeatData = { n: this.name, inst: this.inst, t: this.joinedAt, sk: this.identity.signKey, xk: this.identity.dhKey, key: this.identity.signingKey };
+    if (!hasBeacon(this.transport)) return;
     try {
-      this.beacon = this.transport.startBeacon?.({
+      this.beacon = this.transport.startBeacon({
         subject: MEMBERS_SUBJECT,
         intervalMs: this.timing.heartbeatMs,
         builder: new URL('./heartbeat-beat.js', import.meta.url).href,

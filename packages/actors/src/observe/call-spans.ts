@@ -12,7 +12,7 @@
  * @module
  */
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
-import { TensorbusError, type InboundMessage, type Payload, type Transport } from '@tensorbus/core';
+import { reportsRoutes, TensorbusError, type InboundMessage, type Payload, type Transport } from '@tensorbus/core';
 import type { CallMeta } from '../agent/call-context.js';
 import type { AgentHost } from '../agent/host.js';
 import { callSubject } from '../agent/subjects.js';
@@ -30,7 +30,7 @@ function servedCodeOf(error: unknown): string {
 /** Where a call to `to` goes on `transport`: in-process, shared memory, TCP or NATS. */
 function routeTo(transport: Transport, to: string): string {
   try {
-    return transport.routeOf?.(callSubject(to)) ?? transport.kind ?? 'unknown';
+    return reportsRoutes(transport) ? transport.routeOf(callSubject(to)) : transport.kind ?? 'unknown';
   } catch {
     return 'unknown';
   }

@@ -15,7 +15,8 @@ import { acquireFrame } from '../buffer-pool.js';
 import type { Frame } from '../owned-frame.js';
 import { SerializationError } from '../errors.js';
 import { tf } from '../tf.js';
-import type { DeferredBytes, FrameSink } from '../transport/transport.js';
+import type { DeferredBytes } from '../transport/transport.js';
+import type { RandomAccessSink } from '../transport/capabilities.js';
 import { alignUp, envelopeLength, HEADER_BYTES, readHeader } from './frame.js';
 import { OutgoingFrame } from './outgoing-frame.js';
 import { scanEnvelope } from './scan.js';
@@ -40,7 +41,7 @@ export interface DecoderHooks {
 const SCRATCH_BYTES = 64 * 1024;
 
 /** The streaming decode of one frame of a known size; a {@link FrameSink} for the transport. */
-export class FrameDecoder implements FrameSink {
+export class FrameDecoder implements RandomAccessSink {
   /** Bytes that came in order, through {@link target}. */
   private received = 0;
   /** Bytes that came by either way (in order, or at an offset through {@link targetAt}). */

@@ -16,13 +16,12 @@ import {
   writeInto,
   type Payload,
   type InboundMessage,
-  type RequestOptions,
-  type SubscribeOptions,
   type Transport,
   type TransportRoute,
   type TransportStatus,
   type TransportSubscription,
 } from './transport.js';
+import type { RouteReporting, SinkCapable, SinkRequestOptions, SinkSubscribeOptions } from './capabilities.js';
 
 interface Listener {
   pattern: string;
@@ -144,7 +143,7 @@ class LocalBus {
 }
 
 /** The reply `message` for a request with `options`: its frame, or an empty one when a reply sink took it. */
-function replyOf(message: InboundMessage, options: RequestOptions): Frame {
+function replyOf(message: InboundMessage, options: SinkRequestOptions): Frame {
   const sink = message.payload && options.replySink?.(message.payload.byteLength);
   if (!sink) return message.data;
   if (!sink.adopt?.(message.payload!)) writeInto(sink, message.payload!);
@@ -161,9 +160,9 @@ export interface LocalTransportOptions {
   maxPayload?: number;
 }
 
-class LocalTransport implements Transport {
+class LocalTransport implements Transport, SinkCapable, RouteReporting {
   readonly kind = 'local';
-  readonly takesDeferredBytes = true;
+  readonly takesDeferredBytes = true as const;
   readonly maxPayload: number;
   readonly status$ = new BehaviorSubject<TransportStatus>('connected');
   closed = false;
@@ -180,7 +179,7 @@ class LocalTransport implements Transport {
     this.maxPayload = maxPayload;
   }
 
-  request(subject: string, payload: Payload, options: RequestOptions = {}): Promise<Frame> {
+  request(subject: string, payload: Payload, options: SinkRequestOptions = {}): Promise<Frame> {
     if (this.closed) return Promise.reject(new ShutdownError('the transport is closed'));
     if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
     return new Promise<Frame>((resolve, reject) => {
@@ -233,7 +232,7 @@ class LocalTransport implements Transport {
     this.bus.deliver(subject, data, undefined);
   }
 
-  subscribe(subject: string, handler: (message: InboundMessage) => void, options: SubscribeOptions = {}): TransportSubscription {
+  subscribe(subject: string, handler: (message: InboundMessage) => void, options: SinkSubscribeOptions = {}): TransportSubscription {
     if (this.closed) throw new ShutdownError('the transport is closed');
     const listener: Listener = { pattern: subject, queue: options.queue, owner: this, handler };
     this.bus.listeners.add(listener);
@@ -279,7 +278,7 @@ class LocalTransport implements Transport {
  * const b = await initRpc({ name: 'b', transport: localTransport() });
  * ```
  */
-export function localTransport(options: LocalTransportOptions = {}): Transport {
+export function localTransport(options: LocalTransportOptions = {}): SinkCapable & RouteReporting {
   const name = options.bus ?? 'default';
   let bus = buses.get(name);
   if (!bus) buses.set(name, (bus = new LocalBus()));

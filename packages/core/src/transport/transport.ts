@@ -2,17 +2,24 @@
  * The interface every transport implements. Subjects are dot-separated tokens
  * as in NATS (`a.b.c`, wildcards `*` and `>` in subscriptions).
  *
- * A transport is ten members ({@link Transport}): `kind`, `maxPayload`,
- * `status$` (a connection status stream), `request` (request/reply with
- * timeout and abort), `publish`, `subscribe`, `flush` and `close`, and two
- * optional ones, `takesDeferredBytes` and `startBeacon`. It decodes no
- * tensors, but it knows the shapes their bytes travel in: a payload is plain
- * bytes, a {@link Frame} (shared, pooled memory the sender keeps its share of)
- * or {@link DeferredBytes} (a frame whose tensor bytes are read out of tensor
- * memory only as they are sent, for transports that set
- * `takesDeferredBytes`); a reply may be written piece by piece into a
- * {@link FrameSink} (the codec's streaming decoder, straight into tensor
- * memory); and a failed request says why on its error
+ * The base {@link Transport} is what every protocol needs and every
+ * transport has, eight members: `kind`, `maxPayload`, `status$` (a
+ * connection status stream), `request` (request/reply with timeout and
+ * abort), `publish`, `subscribe`, `flush` and `close`. What only some
+ * transports have is a capability of its own in capabilities.ts, which a
+ * protocol asks for with a type guard: frames moved piece by piece
+ * (`SinkCapable`: deferred bytes, reply and request sinks, direct routes, a
+ * canceller), route reports (`RouteReporting`), beacon threads
+ * (`BeaconCapable`).
+ *
+ * A transport decodes no tensors, but it knows the shapes their bytes travel
+ * in: a payload is plain bytes, a {@link Frame} (shared, pooled memory the
+ * sender keeps its share of) or {@link DeferredBytes} (a frame whose tensor
+ * bytes are read out of tensor memory only as they are sent, by a
+ * sink-capable transport; any other reads them whole first, with
+ * {@link payloadBytes}); a sink-capable transport may write a reply piece by
+ * piece into a {@link FrameSink} (the codec's streaming decoder, straight
+ * into tensor memory); and a failed request says why on its error
  * ({@link RequestFailure}).
  *
  * `localTransport()` (in-process) and `natsTransport()` (NATS) implement it,
@@ -134,17 +141,6 @@ export interface FrameSink {
    * it; false when it cannot, and the bytes must be written as usual.
    */
   adopt?(bytes: DeferredBytes): boolean;
-  /**
-   * Random access, for a transport that receives one frame over several
-   * connections at once: memory for the bytes from `offset` on (up to a
-   * boundary of the sink's, never past the frame's end), or undefined while
-   * the sink cannot place them yet. The frame's first bytes (its head) come
-   * through {@link target} in order; once they are in, every later offset
-   * can be placed. Valid only until other code runs, as {@link target}.
-   */
-  targetAt?(offset: number): Uint8Array | undefined;
-  /** `n` bytes were written at `offset`, into memory {@link targetAt} gave. Each byte of the frame comes once, by either way. */
-  advanceAt?(offset: number, n: number): void;
 }
 
 export { RequestFailure, type RequestFailureReason } from './request-failure.js';
@@ -155,22 +151,6 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** Aborting rejects the request with an `AbortError`-named error. */
   signal?: AbortSignal;
-  /**
-   * Offered a reply's size before its bytes, by a transport that receives it
-   * piece by piece; a sink returned takes the bytes, and `request` then
-   * resolves with an empty frame. Return undefined to get the bytes as usual.
-   */
-  replySink?: (byteLength: number) => FrameSink | undefined;
-  /**
-   * Handed, during the call to `request`, a function that ends the request at
-   * once with `reason`: the promise rejects with it and the request lets go of
-   * what it holds, as on abort. Calling it once the request is over does
-   * nothing. Costs nothing per request, unlike an `AbortSignal` (whose
-   * controller and listener cost ~10 µs): for callers that end many requests
-   * at once (those to a worker that left). A transport that does not call it
-   * leaves the caller to stop waiting on its own.
-   */
-  canceller?: (cancel: (reason: Error) => void) => void;
 }
 
 /** A message delivered to a subscription. */
@@ -221,20 +201,6 @@ export interface SubscribeOptions {
    * (`TransportError`).
    */
   onError?: (error: Error) => void;
-  /**
-   * This subscriber alone serves `subject` (a worker's own call subject): a
-   * transport may then let requesters reach it on a direct path beside the
-   * bus (the NATS transport's direct routes). Never with `queue`.
-   */
-  exclusive?: boolean;
-  /**
-   * Offered a request's size before its bytes, by a transport that receives
-   * it piece by piece (the NATS transport's direct routes); a sink returned
-   * takes the bytes, and the message then comes with it as `sink` and an
-   * empty `data`. A message cut off on the way never comes: its sink is
-   * told `fail`. Return undefined to get the bytes as usual.
-   */
-  requestSink?: (byteLength: number) => FrameSink | undefined;
 }
 
 /** A live subscription. */
@@ -242,61 +208,21 @@ export interface TransportSubscription {
   unsubscribe(): void;
 }
 
-/**
- * What a beacon publishes: one message every `intervalMs`, made anew each time
- * by a function that runs on a thread of its own (see
- * {@link Transport.startBeacon}). Everything here crosses to that thread by
- * structured clone, so it holds data only: the function is named by the
- * module that exports it.
- */
-export interface BeaconSpec {
-  /** Where the messages go (without the namespace, as for `publish`). */
-  subject: string;
-  /** How often, ms (a transport may hold to a floor: the NATS beacon's is 10). */
-  intervalMs: number;
-  /**
-   * URL (`import.meta.url`-relative, as a string) of a module whose export
-   * `beat(data, shared)` returns the bytes of one message, or undefined to
-   * skip this beat. It runs on the beacon thread: it must load quickly and
-   * touch no tensors.
-   */
-  builder: string;
-  /** Handed to `beat` on every beat (structured-cloneable: plain data, `KeyObject`s). */
-  data: unknown;
-  /**
-   * Memory shared with the caller (on a `SharedArrayBuffer`): both threads
-   * read and write it with `Atomics`, so `beat` sees what the caller changes
-   * at once, even while the caller's own thread computes.
-   */
-  shared: Int32Array;
-}
-
-/** A message published from a beacon thread; remove it to stop. */
-export interface BeaconSlot {
-  /**
-   * Resolves true once the thread publishes this slot's messages (its first
-   * an interval later), false when it cannot (no connection, the builder
-   * would not load, the thread failed): the caller then does without.
-   */
-  readonly ready: Promise<boolean>;
-  /** Stops this beacon's messages (the thread ends with its last slot). */
-  remove(): void;
-}
-
-/** Moves bytes between workers. */
-/** How a request travels (see {@link Transport.routeOf}). */
+/** How a request travels (see `RouteReporting.routeOf` in capabilities.ts). */
 export type TransportRoute = 'in-process' | 'shm' | 'tcp' | 'nats';
 
+/**
+ * Moves bytes between workers: what every transport has and every protocol
+ * may rely on. What only some have (deferred bytes and sinks, route reports,
+ * beacons) is a capability of its own, asked for with its type guard
+ * (`hasSinks`, `reportsRoutes`, `hasBeacon`: see capabilities.ts); a
+ * protocol works without any of them.
+ */
 export interface Transport {
   /** `'local'`, `'nats'`, … for logs and diagnostics. */
   readonly kind: string;
   /** Largest single payload accepted by `request`/`publish`/`respond`. */
   readonly maxPayload: number;
-  /**
-   * True when `request` and `respond` take {@link DeferredBytes} (large
-   * frames read as they are sent); other transports are given whole bytes.
-   */
-  readonly takesDeferredBytes?: boolean;
   /** Current status, then every change. */
   readonly status$: Observable<TransportStatus>;
   /**
@@ -316,20 +242,6 @@ export interface Transport {
   publish(subject: string, data: Uint8Array | Frame): void;
   /** Calls `handler` for every message on `subject` (wildcards allowed). */
   subscribe(subject: string, handler: (message: InboundMessage) => void, options?: SubscribeOptions): TransportSubscription;
-  /**
-   * Optional. Publishes `spec`'s messages from a thread of its own, with a bus
-   * connection of its own, so they go on while this thread computes
-   * (membership heartbeats: busy is not dead). Undefined when this transport
-   * has no use for one (in one process, a busy worker is the caller's own
-   * thread) or cannot start one here; the caller then does without.
-   */
-  startBeacon?(spec: BeaconSpec): BeaconSlot | undefined;
-  /**
-   * Optional. The route a request to `subject` would take now, for traces
-   * and the stats query: `'in-process'`, `'shm'` (shared memory), `'tcp'`
-   * (the direct data plane) or `'nats'`. Never throws.
-   */
-  routeOf?(subject: string): TransportRoute;
   /** Resolves once everything published so far has been handed to the bus. */
   flush(): Promise<void>;
   /** Closes the transport; pending requests reject with `ShutdownError`. */

@@ -13,7 +13,7 @@
  * file only places bytes.
  * @module
  */
-import type { Frame, FrameSink } from '@tensorbus/core';
+import { isRandomAccess, type Frame, type FrameSink, type RandomAccessSink } from '@tensorbus/core';
 import { acquireFrame, writeInto } from '@tensorbus/core/internal';
 import { payloadRange } from './payload-range.js';
 
@@ -58,12 +58,9 @@ function writeAt(sink: RandomAccessSink, offset: number, bytes: Uint8Array): boo
   return true;
 }
 
-/** A sink that takes bytes at any offset. */
-type RandomAccessSink = FrameSink & Required<Pick<FrameSink, 'targetAt' | 'advanceAt'>>;
-
 /** Whether `sink` takes bytes at any offset. */
 export function takesAnyOffset(sink: FrameSink | undefined): sink is RandomAccessSink {
-  return sink?.targetAt !== undefined && sink.advanceAt !== undefined;
+  return isRandomAccess(sink);
 }
 
 /** One striped reply being put together. */

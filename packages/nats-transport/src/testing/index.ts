@@ -34,7 +34,7 @@
  * ```
  * @module
  */
-import { localTransport, type Transport, type TransportRoute } from '@tensorbus/core';
+import { InvalidArgumentError, localTransport, type BeaconCapable, type RouteReporting, type SinkCapable, type TransportRoute } from '@tensorbus/core';
 import { natsTransport } from '../node-connect.js';
 import type { NatsTransportOptions } from '../options.js';
 import { startNatsServer, type NatsServer, type NatsServerOptions } from '@tensorbus/nats-server';
@@ -55,6 +55,9 @@ export interface CreateOptions extends Partial<NatsTransportOptions> {
 /** The names of the transport kinds, one per route. */
 export type TransportKindName = 'local' | 'nats-bus' | 'nats-tcp' | 'nats-shm';
 
+/** What a kind's transports have: sinks and route reports always, beacons on NATS. */
+export type KindTransport = SinkCapable & RouteReporting & Partial<Pick<BeaconCapable, 'startBeacon'>>;
+
 /** A kind of transport the suites run over. */
 export interface TransportKind {
   readonly name: TransportKindName;
@@ -68,7 +71,7 @@ export interface TransportKind {
    */
   readonly route: TransportRoute;
   /** A new transport; without a namespace, a fresh one nobody else uses. */
-  create(options?: CreateOptions): Promise<Transport>;
+  create(options?: CreateOptions): Promise<KindTransport>;
 }
 
 let shared: Promise<NatsServer> | undefined;
@@ -115,26 +118,35 @@ const ALIASES: Record<string, TransportKindName> = { nats: 'nats-shm' };
 /** Which kinds a suite runs over: every route, or every route but the TCP one (see the module's note). */
 export type KindSet = 'all' | 'without-tcp';
 
+/** The kind `name` names (a kind's name or an alias); an InvalidArgumentError naming the known kinds when none. */
+function kindNamed(name: string, where: string): TransportKind {
+  const kind = kinds.find((k) => k.name === (ALIASES[name] ?? name));
+  if (!kind) throw new InvalidArgumentError(`${where} names '${name}', which is no transport kind: use ${kinds.map((k) => k.name).join(', ')} (or nats for nats-shm)`);
+  return kind;
+}
+
 /**
  * The transport kinds to run a suite over: `set` of them (default all), of
  * which TENSORBUS_TEST_TRANSPORTS keeps those it lists (e.g.
- * `local,nats-bus`). Throws on a name it does not know.
+ * `local,nats-bus`), in the order of the module's list. A list of kinds all
+ * outside `set` leaves none. Throws an InvalidArgumentError on a name it does
+ * not know.
  */
 export function transportKinds(set: KindSet = 'all'): TransportKind[] {
   const inSet = set === 'all' ? kinds : kinds.filter((k) => k.name !== 'nats-tcp');
   const listed = process.env.TENSORBUS_TEST_TRANSPORTS?.split(',').map((s) => s.trim()).filter((s) => s !== '');
   if (!listed?.length) return inSet;
-  const wanted = listed.map((name) => {
-    const known = ALIASES[name] ?? kinds.find((k) => k.name === name)?.name;
-    if (!known) throw new Error(`TENSORBUS_TEST_TRANSPORTS names '${name}': use ${kinds.map((k) => k.name).join(', ')} (or nats for nats-shm)`);
-    return known;
-  });
-  return inSet.filter((k) => wanted.includes(k.name));
+  const wanted = listed.map((name) => kindNamed(name, 'TENSORBUS_TEST_TRANSPORTS'));
+  return inSet.filter((k) => wanted.includes(k));
 }
 
-/** The kind named `name` (whatever TENSORBUS_TEST_TRANSPORTS says), for tests about one route's mechanism. */
+/**
+ * The kind named `name` (`nats` stands for `nats-shm`), whatever
+ * TENSORBUS_TEST_TRANSPORTS says, for tests about one route's mechanism.
+ * Throws an InvalidArgumentError on a name it does not know.
+ */
 export function transportKind(name: TransportKindName): TransportKind {
-  return kinds.find((k) => k.name === name)!;
+  return kindNamed(name, 'transportKind');
 }
 
 /** A plain nats.js connection, for tests that act as a hostile or foreign client on the bus. */
