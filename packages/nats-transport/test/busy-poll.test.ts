@@ -16,10 +16,10 @@ const WINDOW_US = 10_000;
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A requester in this process (polling windows of {@link WINDOW_US}) and the paced responder in its own, routes learnt. */
-async function requesterAndResponder(t: ExecutionContext): Promise<NatsTransport> {
+async function requesterAndResponder(t: ExecutionContext, responderEnv: NodeJS.ProcessEnv = process.env): Promise<NatsTransport> {
   const url = (await sharedNatsServer()).url;
   const namespace = `bp${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
-  const child = spawn(process.execPath, [RESPONDER, url, namespace, String(SLOW_MS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [RESPONDER, url, namespace, String(SLOW_MS)], { stdio: ['ignore', 'pipe', 'inherit'], env: responderEnv });
   t.teardown(() => child.kill('SIGKILL'));
   await new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
@@ -27,7 +27,7 @@ async function requesterAndResponder(t: ExecutionContext): Promise<NatsTransport
   });
   const requester = (await natsTransport({ servers: url, namespace, direct: { busyPollUs: WINDOW_US } })) as NatsTransport;
   t.teardown(() => requester.close());
-  for (const subject of ['fast', 'slow', 'paced']) (await requester.request(subject, Frame.of(new Uint8Array([0])), { timeoutMs: 10_000 })).release();
+  for (const subject of ['fast', 'slow', 'paced', 'poll-stats']) (await requester.request(subject, Frame.of(new Uint8Array([0])), { timeoutMs: 10_000 })).release();
   return requester;
 }
 
@@ -129,6 +129,20 @@ test.serial('busy poll - on a machine with more runnable threads than cores, no 
   for (const hog of hogs) hog.kill('SIGKILL');
   t.true(after.crowded - before.crowded > 150, `sends that found the machine crowded: ${after.crowded - before.crowded} of 300`);
   await stopsPolling(t);
+});
+
+test.serial('busy poll - off by default: a process given no window replies on its direct routes without ever polling', async (t) => {
+  busyPoll.crowdedProbe = spareCore;
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.TENSORBUS_BUSY_POLL_US;
+  const requester = await requesterAndResponder(t, env);
+  const direct = requester.directStats.calls;
+  await requests(requester, 'fast', 300);
+  t.is(requester.directStats.calls - direct, 300, 'the responder replied on the direct route');
+  const reply = await requester.request('poll-stats', Frame.of(new Uint8Array([0])), { timeoutMs: 10_000 });
+  const stats = JSON.parse(new TextDecoder().decode(reply.bytes)) as { windowUs: number; hits: number; misses: number; crowded: number; slow: number; skipped: number };
+  reply.release();
+  t.deepEqual(stats, { windowUs: 0, hits: 0, misses: 0, crowded: 0, slow: 0, skipped: 0 }, 'no send opened, skipped or considered a window');
 });
 
 test('busy poll - a window out of range is refused before anything connects', async (t) => {

@@ -25,14 +25,22 @@
  * threads than cores, polling would take the CPU the answer (or anyone else)
  * needs: no window opens, and an open one ends within {@link CHECK_MS}
  * (runnable-threads.ts). See docs/data-plane.md, "Busy polling".
+ *
+ * Off by default ({@link DEFAULT_BUSY_POLL_US} is 0): in an application of
+ * more processes than cores (the RL example: five on two) the windows cost
+ * CPU on every step and made it no faster, since the checks above cannot
+ * see that the core a window takes is the one a peer is about to need. Two
+ * processes on a machine with cores to spare (the no-op benchmark) gain
+ * from it: `TENSORBUS_BUSY_POLL_US=500` or `direct: { busyPollUs: 500 }`
+ * turns it on (docs/data-plane.md, "Busy polling", has the figures).
  * @module
  */
 import { performance } from 'node:perf_hooks';
 import { InvalidArgumentError } from '@tensorbus/core';
 import { machineCrowded } from './runnable-threads.js';
 
-/** Default window, µs (`TENSORBUS_BUSY_POLL_US` overrides it; 0 turns polling off). */
-export const DEFAULT_BUSY_POLL_US = 500;
+/** Default window, µs: 0, polling off (`TENSORBUS_BUSY_POLL_US`, e.g. 500, turns it on; see the module's comment). */
+export const DEFAULT_BUSY_POLL_US = 0;
 /**
  * No window opens while answers take, on average, longer than this share of
  * the window: polling through a wait that long costs the machine more CPU

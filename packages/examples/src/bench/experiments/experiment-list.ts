@@ -43,7 +43,7 @@ const MB40: ExperimentCase = { id: '40MB', kind: 'latency', bytes: 40 * MB };
 const MB400: ExperimentCase = { id: '400MB', kind: 'latency', bytes: 400 * MB };
 const RREF: ExperimentCase = { id: 'rref', kind: 'rref' };
 const RL: ExperimentCase = { id: 'RL example', kind: 'rl' };
-/** What every busy-polling experiment runs: small calls and the RL example, on one host (polling is a same-host matter). */
+/** What every busy-polling experiment runs: small calls and the RL example, on one host (polling is a same-host matter); each turns polling on (off by default) in A, and its rules' experiments in B too. */
 const POLLING_RUNS = { cases: [NOOP, KB4, RREF, RL], placements: ['one-host'] as Placement[] };
 
 /** Every experiment, by name. */
@@ -82,23 +82,23 @@ export const EXPERIMENTS: readonly Experiment[] = [
   },
   {
     name: 'busy-poll',
-    mechanism: 'After a send on a direct route the event loop polls for 500 µs (TENSORBUS_BUSY_POLL_US=0 off).',
-    on: {},
+    mechanism: 'After a send on a direct route the event loop polls for 500 µs (TENSORBUS_BUSY_POLL_US=500; off by default).',
+    on: { TENSORBUS_BUSY_POLL_US: '500' },
     off: { TENSORBUS_BUSY_POLL_US: '0' },
     ...POLLING_RUNS,
   },
   {
     name: 'poll-backoff',
     mechanism: 'After 3 polling windows in a row without an answer, polling stops for 1, 2, 4 ... 1024 sends (off: TENSORBUS_EXPERIMENT_POLL_BACKOFF=0).',
-    on: {},
-    off: { TENSORBUS_EXPERIMENT_POLL_BACKOFF: '0' },
+    on: { TENSORBUS_BUSY_POLL_US: '500' },
+    off: { TENSORBUS_BUSY_POLL_US: '500', TENSORBUS_EXPERIMENT_POLL_BACKOFF: '0' },
     ...POLLING_RUNS,
   },
   {
     name: 'poll-crowded',
     mechanism: 'No polling window opens, and an open one ends, while the machine has more runnable threads than cores (off: TENSORBUS_EXPERIMENT_POLL_CROWDED=0).',
-    on: {},
-    off: { TENSORBUS_EXPERIMENT_POLL_CROWDED: '0' },
+    on: { TENSORBUS_BUSY_POLL_US: '500' },
+    off: { TENSORBUS_BUSY_POLL_US: '500', TENSORBUS_EXPERIMENT_POLL_CROWDED: '0' },
     ...POLLING_RUNS,
   },
 ];
