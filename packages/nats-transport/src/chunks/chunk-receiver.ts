@@ -7,7 +7,7 @@
 import type { Msg, NatsConnection } from 'nats';
 import { Frame, TransportError } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
-import { H_DIRECT } from '../direct/direct-headers.js';
+import { H_DIRECT } from '@tensorbus/direct-routes/headers';
 import { isValidSubject } from '../subject-check.js';
 import { H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, windowFor, type PullMessage } from './chunk-protocol.js';
 

@@ -3,11 +3,11 @@ import { spawn } from 'node:child_process';
 import { connect as tcpConnect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { bufferPoolStats } from '@tensorbus/core/internal';
-import { natsTransport, sharedMemoryStatus, type NatsTransportOptions } from '../src/index.js';
-import type { NatsTransport } from '../src/internal.js';
+import { natsTransport, sharedMemoryStatus, type NatsTransportOptions } from '@tensorbus/nats-transport';
+import type { NatsTransport } from '@tensorbus/nats-transport/internal';
 import { MAX_OWN_SEGMENTS, SharedSegments } from '../src/shm/shared-segments.js';
-import { sharedNatsServer } from '../src/testing/index.js';
-import { answerPlusOne, callPlusOne, patternFrame, sharedCallFrame } from './fixtures/shm-bytes.js';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
+import { answerPlusOne, callPlusOne, patternFrame, sharedCallFrame } from '../src/testing/shm-bytes.js';
 
 const RESPONDER = fileURLToPath(new URL('./fixtures/shm-responder.js', import.meta.url));
 const FOUR_MB = 4 << 20;

@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { InboundMessage } from '@tensorbus/core';
-import { natsTransport } from '../src/index.js';
-import type { NatsTransport } from '../src/internal.js';
+import { natsTransport } from '@tensorbus/nats-transport';
+import type { NatsTransport } from '@tensorbus/nats-transport/internal';
 import { hostId } from '../src/direct/direct-protocol.js';
 import { provePeer } from '../src/shm/socket-peer.js';
-import { sharedNatsServer } from '../src/testing/index.js';
-import { answerPlusOne, callPlusOne, patternFrame } from './fixtures/shm-bytes.js';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
+import { answerPlusOne, callPlusOne, patternFrame } from '../src/testing/shm-bytes.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
 const FOUR_MB = 4 << 20;

@@ -1,9 +1,9 @@
 import test, { type ExecutionContext } from 'ava';
 import { connect as tcpConnect } from 'node:net';
 import { Frame, TransportError } from '@tensorbus/core';
-import { natsTransport } from '../src/index.js';
-import { DirectClient, hostId, parseOffer, type NatsTransport } from '../src/internal.js';
-import { sharedNatsServer } from '../src/testing/index.js';
+import { natsTransport } from '@tensorbus/nats-transport';
+import { DirectClient, hostId, parseOffer, type NatsTransport } from '@tensorbus/nats-transport/internal';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 
 /** The data plane's insides, for tests that break them on purpose. */
 function planeOf(transport: NatsTransport): { server: { close(): void; port: number }; routes: Map<string, { token: Buffer }> } {

@@ -4,12 +4,12 @@ import { connect as tcpConnect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { defaultCodec, Frame, TransportError, tf, type DeferredBytes, type FrameDecoder, type InboundMessage } from '@tensorbus/core';
 import { acquireFrame, releaseOutgoing } from '@tensorbus/core/internal';
-import { natsTransport } from '../src/index.js';
-import type { NatsTransport } from '../src/internal.js';
+import { natsTransport } from '@tensorbus/nats-transport';
+import type { NatsTransport } from '@tensorbus/nats-transport/internal';
 import { drainNow, drainSoon, FillingStalledError, progressOffset, REPLY_STALL_MS, REQUEST_STALL_MS } from '../src/shm/filling.js';
 import type { SharedSegments } from '../src/shm/shared-segments.js';
-import { sharedNatsServer } from '../src/testing/index.js';
-import { sharedCallFrame } from './fixtures/shm-bytes.js';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
+import { sharedCallFrame } from '../src/testing/shm-bytes.js';
 
 const ECHO = fileURLToPath(new URL('./fixtures/tensor-echo.js', import.meta.url));
 
