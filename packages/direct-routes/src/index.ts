@@ -15,3 +15,5 @@ export { lanesOption } from './direct/direct-protocol.js';
 export { checkBusyPollUs } from './direct/busy-poll.js';
 export { H_DIRECT, H_ROUTE } from './direct/direct-headers.js';
 export type { Offered } from './direct/direct-server.js';
+export { DirectRoute } from './direct/direct-route.js';
+export type { Route, RoutedRequest, ReplySinkFactory, Undelivered } from './route.js';

@@ -44,7 +44,7 @@ async function firstLine<T>(t: ExecutionContext, name: string, args: string[], k
 }
 
 function routesOf(transport: NatsTransport): Map<string, Route> {
-  return (transport as unknown as { direct: { routes: Map<string, Route> } }).direct.routes;
+  return (transport as unknown as { direct: { route: { routes: Map<string, Route> } } }).direct.route.routes;
 }
 
 /** This process's cache of other processes' segments, by "pid:fd". */

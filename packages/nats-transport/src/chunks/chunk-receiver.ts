@@ -24,7 +24,7 @@ export interface Announcement {
   chunkBytes: number;
   /** Where the receiver's pulls go: a plain NATS subject. */
   pullSubject: string;
-  /** The sender's direct-data-plane offer, unparsed (direct/direct-plane.ts checks it). */
+  /** The sender's direct-data-plane offer, unparsed (@tensorbus/direct-routes' DirectPlane.fetch checks it). */
   direct: string | undefined;
 }
 
