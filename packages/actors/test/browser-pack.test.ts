@@ -1,6 +1,7 @@
 /**
  * The packages as a user gets them: `npm pack` of @tensorbus/core,
- * @tensorbus/nats-transport and @tensorbus/actors, installed from the
+ * @tensorbus/nats-server, @tensorbus/direct-routes, @tensorbus/nats-transport
+ * and @tensorbus/actors, installed from the
  * tarballs into a fresh project outside the repository (npm install, offline
  * where npm's cache has what it needs). From that project: a Node script
  * runs a call, and a page written as docs/browser.md says, bundled with
@@ -21,7 +22,7 @@ import { openPage, servePage, type BrowserPage, type ServedPage } from './browse
 const run = promisify(execFile);
 const repository = fileURLToPath(new URL('../../../../', import.meta.url));
 const fixtures = fileURLToPath(new URL('../../test/fixtures/fresh-project/', import.meta.url));
-const PACKAGES = ['core', 'nats-server', 'nats-transport', 'actors'];
+const PACKAGES = ['core', 'nats-server', 'direct-routes', 'nats-transport', 'actors'];
 
 /** The environment without npm's own variables (set when the tests run under `npm test`), which would configure the child npm. */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {

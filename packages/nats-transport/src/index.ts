@@ -10,6 +10,5 @@ export { startNatsServer, startNatsCluster, findNatsServer, INSTALL_HINT } from 
 export type { NatsServer, NatsServerOptions, NatsCluster } from '@tensorbus/nats-server';
 export { checkpointStore } from './checkpoints/checkpoint-store.js';
 export type { CheckpointStore, CheckpointStoreOptions, CheckpointEntries, CheckpointExpectation } from './checkpoints/checkpoint-store.js';
-export type { DirectOptions } from './direct/direct-protocol.js';
-export { sharedMemoryStatus } from './direct/direct-plane.js';
-export type { DirectStats } from './direct/direct-plane.js';
+export type { DirectOptions, DirectStats } from '@tensorbus/direct-routes';
+export { sharedMemoryStatus } from '@tensorbus/direct-routes';

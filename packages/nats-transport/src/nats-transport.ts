@@ -7,9 +7,10 @@
  * data plane (TCP between the two processes) where it can reach the sender,
  * else pulled in chunks through NATS. Requests to a subject one subscriber
  * serves alone (a worker's calls) go on its direct route once a reply named
- * it (direct/direct-plane.ts), in shared memory on one host. Pending requests
- * live in request/ (a table by token, each settled once); this file chooses
- * the route.
+ * it (@tensorbus/direct-routes), in shared memory on one host. Pending
+ * requests live in request/ (a table by token, each settled once); which
+ * route a request takes is chosen in route-choice.ts, among the direct route
+ * and the bus (bus-route.ts).
  * @module
  */
 import { BehaviorSubject } from 'rxjs';
@@ -41,12 +42,14 @@ import { importedFrom } from './request-origin.js';
 import { DEFAULT_CHUNK_TIMEOUT_MS, HEADROOM } from './chunks/chunk-protocol.js';
 import { isAnnouncement, readAnnouncement, receiveChunked, sendPull } from './chunks/chunk-receiver.js';
 import { sendChunked, type SendOutcome } from './chunks/chunk-sender.js';
-import type { DirectPlane, DirectStats } from './direct/direct-plane.js';
-import { H_ROUTE } from './direct/direct-headers.js';
+import type { DirectPlane, DirectStats } from '@tensorbus/direct-routes';
+import { H_ROUTE } from '@tensorbus/direct-routes/headers';
+import { BusRoute } from './bus-route.js';
 import { permissionError, permissionViolation } from './errors.js';
 import type { NatsTransportOptions } from './options.js';
 import type { PendingRequest } from './request/pending-request.js';
 import { PendingRequests } from './request/pending-requests.js';
+import { RouteChoice } from './route-choice.js';
 import { checkSubject, isValidSubject } from './subject-check.js';
 
 /** A message to publish: small ones go as they are, large ones announced (see {@link NatsTransport.send}). */
@@ -85,6 +88,8 @@ export class NatsTransport implements Transport, SinkCapable, RouteReporting, Be
   private readonly beacons = new Set<BeaconSlot>();
   /** Request subjects that passed checkSubject, with the namespace put in front (bounded by {@link MAX_CHECKED_SUBJECTS}). */
   private readonly checkedSubjects = new Map<string, string>();
+  /** Chooses each request's route: the direct one where learnt, else the bus. */
+  private readonly routes: RouteChoice<PendingRequest>;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -104,6 +109,8 @@ export class NatsTransport implements Transport, SinkCapable, RouteReporting, Be
     this.smallLimit = this.maxPayload - HEADROOM;
     this.chunkTimeoutMs = options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS;
     this.maxTransferBytes = options.maxTransferBytes ?? 2 ** 31 - 1;
+    const bus = new BusRoute((request, data) => this.viaBus(request, data));
+    this.routes = new RouteChoice<PendingRequest>(direct ? [direct.route, bus] : [bus]);
     this.muxSubscription = nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => this.onReply(err, msg) });
     void this.watchStatus();
     void nc.closed().then(() => this.onClosed());
@@ -129,28 +136,12 @@ export class NatsTransport implements Transport, SinkCapable, RouteReporting, Be
     // The request's own hold on the payload, while its maker surely holds it: kept until it settles.
     const held = holdPayload(payload);
     request.whenDone(() => held.release());
-    this.route(request, held.data, options.replySink);
+    this.routes.send(request, held.data, options.replySink);
     return request.promise;
   }
 
   routeOf(subject: string): TransportRoute {
-    return this.direct?.routeOf(this.prefix + subject) ?? 'nats';
-  }
-
-  /** Sends `request` on its direct route when it has one (the bus when that did not deliver it), else on the bus. */
-  private route(request: PendingRequest, data: HeldPayload, replySink: RequestOptions['replySink']): void {
-    if (!this.direct?.hasRoute(request.subject)) return this.viaBus(request, data);
-    this.direct.request(request.subject, data, replySink).then(
-      (answer) => {
-        // Not delivered on the route: the bus finds the responder, if there is one.
-        if (answer === undefined) {
-          if (!request.done) this.viaBus(request, data);
-          return;
-        }
-        request.resolve(answer);
-      },
-      (error: Error) => request.reject(error),
-    );
+    return this.routes.mediumOf(this.prefix + subject);
   }
 
   /** Publishes `request` on the bus: as it is when small, announced (and pulled in chunks or fetched directly) when large. */
@@ -345,7 +336,7 @@ export class NatsTransport implements Transport, SinkCapable, RouteReporting, Be
       request.reject(new WorkerUnavailableError(`no responders on '${request.subject.slice(this.prefix.length)}'`, { reason: RequestFailure.NoResponders }));
       return;
     }
-    this.direct?.learnRoute(request.subject, msg.headers?.get(H_ROUTE));
+    this.direct?.route.learn(request.subject, msg.headers?.get(H_ROUTE));
     if (!isAnnouncement(msg)) {
       request.resolve(Frame.of(msg.data));
       return;

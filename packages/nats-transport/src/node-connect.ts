@@ -9,9 +9,7 @@ import { TransportError, type BeaconCapable, type BeaconSpec, type RouteReportin
 import { beaconHost } from './beacon/beacon-host.js';
 import type { BeaconConnectionOptions } from './beacon/beacon-protocol.js';
 import { DEFAULT_CHUNK_TIMEOUT_MS } from './chunks/chunk-protocol.js';
-import { checkBusyPollUs } from './direct/busy-poll.js';
-import { DirectPlane } from './direct/direct-plane.js';
-import { lanesOption } from './direct/direct-protocol.js';
+import { checkBusyPollUs, DirectPlane, lanesOption } from '@tensorbus/direct-routes';
 import { connectError, tlsError } from './errors.js';
 import { connect } from './nats-client.js';
 import { NatsTransport } from './nats-transport.js';

@@ -4,7 +4,7 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import type { DirectOptions } from './direct/direct-protocol.js';
+import type { DirectOptions } from '@tensorbus/direct-routes';
 import type { ConnectionOptions } from 'nats';
 import { clientOptions } from './client-options.js';
 

@@ -7,7 +7,7 @@
 import type { Msg, NatsConnection } from 'nats';
 import { Frame, TransportError } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
-import { H_DIRECT } from '../direct/direct-headers.js';
+import { H_DIRECT } from '@tensorbus/direct-routes/headers';
 import { isValidSubject } from '../subject-check.js';
 import { H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, windowFor, type PullMessage } from './chunk-protocol.js';
 
@@ -24,7 +24,7 @@ export interface Announcement {
   chunkBytes: number;
   /** Where the receiver's pulls go: a plain NATS subject. */
   pullSubject: string;
-  /** The sender's direct-data-plane offer, unparsed (direct/direct-plane.ts checks it). */
+  /** The sender's direct-data-plane offer, unparsed (@tensorbus/direct-routes' DirectPlane.fetch checks it). */
   direct: string | undefined;
 }
 

@@ -6,9 +6,9 @@
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from 'nats';
 import { headers } from '../nats-client.js';
 import { TransportError, type Frame } from '@tensorbus/core';
-import type { Offered } from '../direct/direct-server.js';
+import type { Offered } from '@tensorbus/direct-routes';
 import { isValidSubject } from '../subject-check.js';
-import { H_DIRECT, H_ROUTE } from '../direct/direct-headers.js';
+import { H_DIRECT, H_ROUTE } from '@tensorbus/direct-routes/headers';
 import { DEFAULT_WINDOW, H_CHUNK, H_PULL, H_SEQ, H_SIZE, H_TRANSFER, type PullMessage } from './chunk-protocol.js';
 
 /** How a transfer ends for the sender. */

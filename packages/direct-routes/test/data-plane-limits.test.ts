@@ -7,7 +7,7 @@ import { connect as natsConnect, headers } from 'nats';
 import { connect as tcpConnect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { TransportError } from '@tensorbus/core';
 import { bufferPoolStats } from '@tensorbus/core/internal';
-import { natsTransport, startNatsServer } from '../src/index.js';
+import { natsTransport, startNatsServer } from '@tensorbus/nats-transport';
 import {
   CALL_HEAD_BYTES,
   DirectClient,
@@ -26,8 +26,8 @@ import {
   replyHeader,
   writeSize,
   type NatsTransport,
-} from '../src/internal.js';
-import { sharedNatsServer } from '../src/testing/index.js';
+} from '@tensorbus/nats-transport/internal';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { PeerConnection } from '../src/direct/peer-connection.js';
 import { ReplySizeError } from '../src/direct/peer-replies.js';
 

@@ -50,7 +50,7 @@ export type RequestSinkFactory = (byteLength: number) => FrameSink | undefined;
 const EMPTY = new Uint8Array(0);
 
 /** A subject served over direct routes, until removed. */
-export interface Route {
+export interface ServedRoute {
   /** The tb-route header value offering it. */
   readonly header: string;
   /** Stops accepting direct requests for it. */
@@ -147,7 +147,7 @@ export class DirectServer {
   }
 
   /** Accepts direct requests for `subject` (full, as on the bus), handled by `handler`. */
-  route(subject: string, handler: RouteHandler, sinkFor?: RequestSinkFactory): Route {
+  route(subject: string, handler: RouteHandler, sinkFor?: RequestSinkFactory): ServedRoute {
     const { key, header } = this.newCapability();
     this.routes.set(key, { subject, handler, sinkFor });
     return { header, remove: () => this.routes.delete(key) };

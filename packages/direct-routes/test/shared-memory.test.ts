@@ -3,11 +3,11 @@ import { spawn } from 'node:child_process';
 import { connect as tcpConnect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { bufferPoolStats } from '@tensorbus/core/internal';
-import { natsTransport, sharedMemoryStatus, type NatsTransportOptions } from '../src/index.js';
-import type { NatsTransport } from '../src/internal.js';
+import { natsTransport, sharedMemoryStatus, type NatsTransportOptions } from '@tensorbus/nats-transport';
+import type { NatsTransport } from '@tensorbus/nats-transport/internal';
 import { MAX_OWN_SEGMENTS, SharedSegments } from '../src/shm/shared-segments.js';
-import { sharedNatsServer } from '../src/testing/index.js';
-import { answerPlusOne, callPlusOne, patternFrame, sharedCallFrame } from './fixtures/shm-bytes.js';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
+import { answerPlusOne, callPlusOne, patternFrame, sharedCallFrame } from '../src/testing/shm-bytes.js';
 
 const RESPONDER = fileURLToPath(new URL('./fixtures/shm-responder.js', import.meta.url));
 const FOUR_MB = 4 << 20;
@@ -158,7 +158,7 @@ test('shared memory - own segments are bounded by frame size, bytes and descript
 
 test('shared memory - a reference to memory that is not a segment is refused, and the responder goes on', async (t) => {
   const { requester } = await inProcessPair(t);
-  const [[subject, route]] = [...(requester as unknown as { direct: { routes: Map<string, { host: string; port: number; token: Buffer }> } }).direct.routes];
+  const [[subject, route]] = [...(requester as unknown as { direct: { route: { routes: Map<string, { host: string; port: number; token: Buffer }> } } }).direct.route.routes];
   // OP_CALL_SHM naming pid 1's descriptor 999, then another naming this process's stdin.
   const forged = (pid: number, fd: number, id: number) => sharedCallFrame(0x05, id, route!.token, subject!, { pid, fd, id: '00'.repeat(8), size: 1 << 20, length: 1 << 20 });
   const statuses = await new Promise<number[]>((resolve, reject) => {

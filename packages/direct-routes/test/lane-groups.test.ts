@@ -2,7 +2,7 @@ import test from 'ava';
 import type { Socket } from 'node:net';
 import { InvalidArgumentError } from '@tensorbus/core';
 import { LaneGroups, partsOf } from '../src/direct/lane-groups.js';
-import { natsTransport } from '../src/index.js';
+import { natsTransport } from '@tensorbus/nats-transport';
 import { MAX_LANES, PART_ALIGN, STRIPE_MAX_BYTES, STRIPE_MIN_BYTES } from '../src/direct/direct-protocol.js';
 
 /** A stand-in for an accepted connection: what the groups look at. */

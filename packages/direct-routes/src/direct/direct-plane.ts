@@ -1,18 +1,20 @@
 /**
  * Everything a NATS transport does beside the bus, in one place: its data
  * port (offers and routes it serves), the fetches of others' offers, and the
- * direct routes it has learnt for its requests. See docs/data-plane.md.
+ * direct route its requests take once learnt ({@link DirectRoute}). See
+ * docs/data-plane.md.
  * @module
  */
-import type { Frame, FrameSink, Payload } from '@tensorbus/core';
+import type { Frame, Payload } from '@tensorbus/core';
 import { useBufferSource } from '@tensorbus/core/internal';
 import { SharedSegments } from '../shm/shared-segments.js';
 import { loadShm } from '../shm/shm-native.js';
 import { busyPoll } from './busy-poll.js';
-import { DirectCaller, RouteUnavailableError } from './direct-caller.js';
+import { DirectCaller } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
 import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, isLoopback, lanesOption, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
-import { DirectServer, type Offered, type RequestSinkFactory, type Route, type RouteHandler } from './direct-server.js';
+import { DirectRoute } from './direct-route.js';
+import { DirectServer, type Offered, type RequestSinkFactory, type RouteHandler, type ServedRoute } from './direct-server.js';
 
 /** Counts of what went beside the bus (for tests and the benchmark). */
 export interface DirectStats {
@@ -82,8 +84,8 @@ export interface DirectPlaneLimits {
 export class DirectPlane {
   private readonly client: DirectClient;
   private readonly caller: DirectCaller;
-  /** Routes learnt from replies, by full subject. */
-  private readonly routes = new Map<string, DirectOffer>();
+  /** The direct route of this transport's requests: the routes it learnt from replies, and the sending on them. */
+  readonly route: DirectRoute;
 
   private constructor(
     private readonly server: DirectServer,
@@ -101,6 +103,7 @@ export class DirectPlane {
     // Large direct requests are offered for the responder to pull into its own buffer.
     const offer = (data: Payload, onServed: () => void) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined);
     this.caller = new DirectCaller(offer, segments, maxTransferBytes, idleCloseMs, lanes);
+    this.route = new DirectRoute(this.caller, (endpoint) => this.allowed(endpoint));
     server.useFetcher((offer, size, sink) => this.client.fetch(offer, size, sink));
     if (segments) server.useSharedMemory(segments);
   }
@@ -139,7 +142,7 @@ export class DirectPlane {
   }
 
   /** Serves requests to `subject` (full) on a direct route; large ones go into the sink `sinkFor` gives, if any. */
-  serve(subject: string, handler: RouteHandler, sinkFor?: RequestSinkFactory): Route {
+  serve(subject: string, handler: RouteHandler, sinkFor?: RequestSinkFactory): ServedRoute {
     return this.server.route(subject, handler, sinkFor);
   }
 
@@ -157,43 +160,6 @@ export class DirectPlane {
     }
   }
 
-  /** Remembers the route a reply's tb-route header offers for later requests to `subject`. */
-  learnRoute(subject: string, header: string | undefined): void {
-    if (this.routes.has(subject)) return;
-    const route = parseOffer(header);
-    if (route && this.allowed(route) && this.caller.usable(route)) this.routes.set(subject, route);
-  }
-
-  /** True when a route to `subject`'s responder is known. */
-  hasRoute(subject: string): boolean {
-    return this.routes.has(subject);
-  }
-
-  /** How a request to `subject` goes now: shared memory or TCP on a learnt route, else undefined (the bus). */
-  routeOf(subject: string): 'shm' | 'tcp' | undefined {
-    const route = this.routes.get(subject);
-    return route === undefined ? undefined : this.caller.medium(route);
-  }
-
-  /**
-   * Sends a request on the route learnt for `subject`. Resolves undefined when
-   * there is none, or it did not deliver the request (the route is then
-   * forgotten): send it on the bus. Rejects when it was delivered and failed.
-   * A large reply may go into a sink `replySink` gives (see RequestOptions).
-   * `data` must stay held until the promise settles; the reply is the caller's.
-   */
-  async request(subject: string, data: Payload, replySink?: (byteLength: number) => FrameSink | undefined): Promise<Frame | undefined> {
-    const route = this.routes.get(subject);
-    if (!route) return undefined;
-    try {
-      return await this.caller.call(route, subject, data, replySink);
-    } catch (error) {
-      if (!(error instanceof RouteUnavailableError)) throw error;
-      if (this.routes.get(subject) === route) this.routes.delete(subject);
-      return undefined;
-    }
-  }
-
   get stats(): DirectStats {
     const { calls, sharedRequests, sharedReplies, fillingRequests, fillingReplies, streamedReceived } = this.caller;
     const { served, streamedSent, stripedSent } = this.server;
@@ -206,7 +172,7 @@ export class DirectPlane {
     this.server.close();
     this.client.close();
     this.caller.close();
-    this.routes.clear();
+    this.route.clear();
   }
 }
 

@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { InboundMessage } from '@tensorbus/core';
-import { natsTransport } from '../src/index.js';
-import type { NatsTransport } from '../src/internal.js';
+import { natsTransport } from '@tensorbus/nats-transport';
+import type { NatsTransport } from '@tensorbus/nats-transport/internal';
 import { hostId } from '../src/direct/direct-protocol.js';
 import { provePeer } from '../src/shm/socket-peer.js';
-import { sharedNatsServer } from '../src/testing/index.js';
-import { answerPlusOne, callPlusOne, patternFrame } from './fixtures/shm-bytes.js';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
+import { answerPlusOne, callPlusOne, patternFrame } from '../src/testing/shm-bytes.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
 const FOUR_MB = 4 << 20;
@@ -44,7 +44,7 @@ async function firstLine<T>(t: ExecutionContext, name: string, args: string[], k
 }
 
 function routesOf(transport: NatsTransport): Map<string, Route> {
-  return (transport as unknown as { direct: { routes: Map<string, Route> } }).direct.routes;
+  return (transport as unknown as { direct: { route: { routes: Map<string, Route> } } }).direct.route.routes;
 }
 
 /** This process's cache of other processes' segments, by "pid:fd". */

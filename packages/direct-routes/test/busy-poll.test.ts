@@ -3,11 +3,11 @@ import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Frame, InvalidArgumentError } from '@tensorbus/core';
-import { natsTransport } from '../src/index.js';
-import type { NatsTransport } from '../src/internal.js';
+import { natsTransport } from '@tensorbus/nats-transport';
+import type { NatsTransport } from '@tensorbus/nats-transport/internal';
 import { busyPoll, LONG_WAIT_SHARE, MAX_BUSY_POLL_US, PROBE_EVERY } from '../src/direct/busy-poll.js';
 import { machineCrowded, runnableThreads } from '../src/direct/runnable-threads.js';
-import { sharedNatsServer } from '../src/testing/index.js';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 
 const RESPONDER = fileURLToPath(new URL('./fixtures/paced-responder.js', import.meta.url));
 const SLOW_MS = 25;

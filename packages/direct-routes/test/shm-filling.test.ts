@@ -4,12 +4,12 @@ import { connect as tcpConnect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { defaultCodec, Frame, TransportError, tf, type DeferredBytes, type FrameDecoder, type InboundMessage } from '@tensorbus/core';
 import { acquireFrame, releaseOutgoing } from '@tensorbus/core/internal';
-import { natsTransport } from '../src/index.js';
-import type { NatsTransport } from '../src/internal.js';
+import { natsTransport } from '@tensorbus/nats-transport';
+import type { NatsTransport } from '@tensorbus/nats-transport/internal';
 import { drainNow, drainSoon, FillingStalledError, progressOffset, REPLY_STALL_MS, REQUEST_STALL_MS } from '../src/shm/filling.js';
 import type { SharedSegments } from '../src/shm/shared-segments.js';
-import { sharedNatsServer } from '../src/testing/index.js';
-import { sharedCallFrame } from './fixtures/shm-bytes.js';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
+import { sharedCallFrame } from '../src/testing/shm-bytes.js';
 
 const ECHO = fileURLToPath(new URL('./fixtures/tensor-echo.js', import.meta.url));
 
@@ -164,7 +164,7 @@ test('filling - a reply its responder cannot read out of its own memory fails it
 test('filling - a request whose segment stops filling, or whose sender failed, is refused unrun within the stall limit; one with no room for its progress is refused as unmappable; the responder goes on', async (t) => {
   const { requester, ran } = await inProcessPair(t, () => new Uint8Array(8));
   const segments = (requester as unknown as { direct: { caller: { segments: SharedSegments } } }).direct.caller.segments;
-  const [[subject, route]] = [...(requester as unknown as { direct: { routes: Map<string, { host: string; port: number; token: Buffer }> } }).direct.routes];
+  const [[subject, route]] = [...(requester as unknown as { direct: { route: { routes: Map<string, { host: string; port: number; token: Buffer }> } } }).direct.route.routes];
   // A segment of this process's (the pool's memory), announced as a filling request of `length` bytes.
   const frame = acquireFrame(2 ** 21);
   const own = segments.refOf(frame.bytes)!;

@@ -1,13 +1,13 @@
 import test, { type ExecutionContext } from 'ava';
 import { connect as tcpConnect } from 'node:net';
 import { Frame, TransportError } from '@tensorbus/core';
-import { natsTransport } from '../src/index.js';
-import { DirectClient, hostId, parseOffer, type NatsTransport } from '../src/internal.js';
-import { sharedNatsServer } from '../src/testing/index.js';
+import { natsTransport } from '@tensorbus/nats-transport';
+import { DirectClient, hostId, parseOffer, type NatsTransport } from '@tensorbus/nats-transport/internal';
+import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 
 /** The data plane's insides, for tests that break them on purpose. */
-function planeOf(transport: NatsTransport): { server: { close(): void; port: number }; routes: Map<string, { token: Buffer }> } {
-  return (transport as unknown as { direct: { server: { close(): void; port: number }; routes: Map<string, { token: Buffer }> } }).direct;
+function planeOf(transport: NatsTransport): { server: { close(): void; port: number }; route: { routes: Map<string, { token: Buffer }> } } {
+  return (transport as unknown as { direct: { server: { close(): void; port: number }; route: { routes: Map<string, { token: Buffer }> } } }).direct;
 }
 
 /** Two NATS transports on one fresh namespace, `b` echoing on `echo`; closed when the test ends, however it ends. */
@@ -191,7 +191,7 @@ test('direct routes - a forged route token reaches nothing', async (t) => {
   serveExclusive(b);
   await b.flush();
   await a.request('svc', filled(10));
-  const routes = planeOf(a).routes;
+  const routes = planeOf(a).route.routes;
   const [subject, route] = [...routes][0]!;
   routes.set(subject, { ...route, token: Buffer.alloc(16, 7) });
   t.true(sameBytes(await a.request('svc', filled(10)), filled(10)), 'refused directly, answered through NATS');
