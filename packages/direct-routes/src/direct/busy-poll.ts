@@ -21,10 +21,8 @@
  * {@link MISSES_BEFORE_BACKOFF} misses in a row polling stops for a growing
  * number of sends (up to {@link MAX_SKIP}), and starts again after an answer
  * that lands inside a window. A process whose peers answer slowly (they
- * compute) so spends almost nothing on it. On a machine with more runnable
- * threads than cores, polling would take the CPU the answer (or anyone else)
- * needs: no window opens, and an open one ends within {@link CHECK_MS}
- * (runnable-threads.ts). See docs/data-plane.md, "Busy polling".
+ * compute) so spends almost nothing on it. See docs/data-plane.md, "Busy
+ * polling".
  *
  * Off by default ({@link DEFAULT_BUSY_POLL_US} is 0): in an application of
  * more processes than cores (the RL example: five on two) the windows cost
@@ -37,7 +35,6 @@
  */
 import { performance } from 'node:perf_hooks';
 import { InvalidArgumentError } from '@tensorbus/core';
-import { machineCrowded } from './runnable-threads.js';
 
 /** Default window, µs: 0, polling off (`TENSORBUS_BUSY_POLL_US`, e.g. 500, turns it on; see the module's comment). */
 export const DEFAULT_BUSY_POLL_US = 0;
@@ -57,12 +54,9 @@ export const MAX_BUSY_POLL_US = 10_000;
 export const MISSES_BEFORE_BACKOFF = 3;
 /** Most sends skipped between two tries while backed off. */
 export const MAX_SKIP = 1024;
-/** How often an open window checks that the machine still has a core to spare, ms. */
-export const CHECK_MS = 0.5;
 
-/** Experiment knobs (`npm run bench -- --experiment poll-backoff | poll-crowded`): `=0` leaves out the backoff after misses, the crowded check. */
+/** Experiment knob (`npm run bench -- --experiment poll-backoff`): `=0` leaves out the backoff after misses. */
 const BACKOFF = process.env.TENSORBUS_EXPERIMENT_POLL_BACKOFF !== '0';
-const CROWDED_CHECK = process.env.TENSORBUS_EXPERIMENT_POLL_CROWDED !== '0';
 
 /** What polling has done so far in this process (for tests and the benchmark). */
 export interface BusyPollStats {
@@ -72,8 +66,6 @@ export interface BusyPollStats {
   misses: number;
   /** Sends that opened no window because polling was backed off. */
   skipped: number;
-  /** Sends that opened no window, and windows ended, because the machine had no core to spare. */
-  crowded: number;
   /** Sends that opened no window because answers have been taking long (see {@link LONG_WAIT_SHARE}). */
   slow: number;
 }
@@ -90,7 +82,7 @@ export class BusyPoll {
   private skipLeft = 0;
   /** The next backoff after misses (reset by a hit). */
   private nextSkip = 1;
-  private readonly counts: BusyPollStats = { hits: 0, misses: 0, skipped: 0, crowded: 0, slow: 0 };
+  private readonly counts: BusyPollStats = { hits: 0, misses: 0, skipped: 0, slow: 0 };
   /** Running average of the time from a send to the next bytes that arrive (at most the window), of answers that landed in a window, ms. */
   private averageWaitMs = 0;
   /** The time of the first send not yet answered, and whether its wait is being polled through (so timed). */
@@ -98,11 +90,7 @@ export class BusyPoll {
   private timing = false;
   /** Sends that opened no window since answers were found slow. */
   private sinceProbe = 0;
-  /** When the open window last checked the machine, ms. */
-  private checkedAt = 0;
   private readonly tick = () => this.onTick();
-  /** Whether the machine has no core to spare (runnable-threads.ts; tests put their own). */
-  crowdedProbe: (now: number) => boolean = machineCrowded;
 
   constructor(windowUs: number) {
     this.windowMs = checkBusyPollUs(windowUs) / 1000;
@@ -151,14 +139,9 @@ export class BusyPoll {
       this.counts.skipped++;
       return;
     }
-    if (CROWDED_CHECK && this.crowdedProbe(now)) {
-      this.counts.crowded++;
-      return;
-    }
     this.deadline = now + this.windowMs;
     this.polling = true;
     this.answered = false;
-    this.checkedAt = now;
     this.timing = first;
     setImmediate(this.tick);
   }
@@ -178,18 +161,7 @@ export class BusyPoll {
   }
 
   private onTick(): void {
-    const now = performance.now();
-    if (CROWDED_CHECK && now - this.checkedAt >= CHECK_MS) {
-      this.checkedAt = now;
-      if (this.crowdedProbe(now)) {
-        // The wait is no longer polled through: it is not timed.
-        this.polling = false;
-        this.timing = false;
-        this.counts.crowded++;
-        return;
-      }
-    }
-    if (now < this.deadline) {
+    if (performance.now() < this.deadline) {
       setImmediate(this.tick);
       return;
     }

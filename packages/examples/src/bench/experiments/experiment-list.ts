@@ -94,13 +94,6 @@ export const EXPERIMENTS: readonly Experiment[] = [
     off: { TENSORBUS_BUSY_POLL_US: '500', TENSORBUS_EXPERIMENT_POLL_BACKOFF: '0' },
     ...POLLING_RUNS,
   },
-  {
-    name: 'poll-crowded',
-    mechanism: 'No polling window opens, and an open one ends, while the machine has more runnable threads than cores (off: TENSORBUS_EXPERIMENT_POLL_CROWDED=0).',
-    on: { TENSORBUS_BUSY_POLL_US: '500' },
-    off: { TENSORBUS_BUSY_POLL_US: '500', TENSORBUS_EXPERIMENT_POLL_CROWDED: '0' },
-    ...POLLING_RUNS,
-  },
 ];
 
 /** The experiment called `name`; throws with the known names otherwise. */
