@@ -83,6 +83,15 @@ export function sharedNatsServer(): Promise<NatsServer> {
   return shared;
 }
 
+/**
+ * Connect timeout of the test kinds' transports, ms (the product's default is
+ * 5 s): a test file runs dozens of groups at once, beside another file, on a
+ * CI machine of two cores, and a clean-clone CI run saw four connects to the
+ * running shared server time out at 5 s together. What the tests assert is
+ * not how fast a connection opens; a test that sets `timeoutMs` keeps its own.
+ */
+const TEST_CONNECT_TIMEOUT_MS = 20_000;
+
 function freshNamespace(): string {
   return `t${process.pid}n${++fresh}`;
 }
@@ -95,7 +104,7 @@ function natsKind(name: TransportKindName, route: TransportRoute, direct: (given
     route,
     create: async (options = {}) => {
       const server = await sharedNatsServer();
-      return natsTransport({ servers: server.url, ...options, direct: direct(options.direct), namespace: options.namespace ?? freshNamespace() });
+      return natsTransport({ servers: server.url, timeoutMs: TEST_CONNECT_TIMEOUT_MS, ...options, direct: direct(options.direct), namespace: options.namespace ?? freshNamespace() });
     },
   };
 }
