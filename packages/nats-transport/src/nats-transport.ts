@@ -30,8 +30,8 @@ import {
   type Payload,
   type RouteReporting,
   type SinkCapable,
-  type SinkRequestOptions as RequestOptions,
-  type SinkSubscribeOptions as SubscribeOptions,
+  type SinkRequestOptions,
+  type SinkSubscribeOptions,
   type Transport,
   type TransportRoute,
   type TransportStatus,
@@ -116,7 +116,7 @@ export class NatsTransport implements Transport, SinkCapable, RouteReporting, Be
     void nc.closed().then(() => this.onClosed());
   }
 
-  request(subject: string, payload: Payload, options: RequestOptions = {}): Promise<Frame> {
+  request(subject: string, payload: Payload, options: SinkRequestOptions = {}): Promise<Frame> {
     if (this.closed) return Promise.reject(new ShutdownError('the NATS transport is closed'));
     if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
     let full = this.checkedSubjects.get(subject);
@@ -168,7 +168,7 @@ export class NatsTransport implements Transport, SinkCapable, RouteReporting, Be
     this.send({ subject: full, data: payloadFrame(data), fanOut: true });
   }
 
-  subscribe(subject: string, handler: (message: InboundMessage) => void, options: SubscribeOptions = {}): TransportSubscription {
+  subscribe(subject: string, handler: (message: InboundMessage) => void, options: SinkSubscribeOptions = {}): TransportSubscription {
     if (this.closed) throw new ShutdownError('the NATS transport is closed');
     const strip = this.prefix.length;
     const full = this.prefix + subject;
