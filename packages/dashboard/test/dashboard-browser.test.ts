@@ -16,7 +16,7 @@ import { natsTransport } from '@tensorbus/nats-transport';
 import { reportStat } from '@tensorbus/actors';
 import { startDashboard } from '../src/dashboard.js';
 import { echo, stop } from './fixtures/functions.js';
-import { openPage, type BrowserPage } from './browser.js';
+import { openPage, untilShown, type BrowserPage } from './browser.js';
 import { startProcessGroup, stopProcessGroups } from './helpers.js';
 
 test.after.always(stopProcessGroups);
@@ -46,18 +46,6 @@ const IN_1400_PX = `new Promise((resolve) => {
 type Row = { worker: string; state: string; calls: string | null };
 const ROWS = `[...document.querySelectorAll('#workers-table tbody tr')].map((r) => ({ worker: r.dataset.worker, state: r.dataset.state, calls: r.querySelector('[data-field=calls]')?.textContent ?? null }))`;
 
-/** Reads `expression` in the page until `done` holds (or 15 s). */
-async function until<T>(page: BrowserPage, expression: string, done: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  let value = await page.evaluate<T>(expression);
-  while (!done(value)) {
-    if (Date.now() > deadline) throw new Error(`the page did not show ${what}: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    value = await page.evaluate<T>(expression);
-  }
-  return value;
-}
-
 test.serial('dashboard - in headless Chromium: shows the workers, a rising call count, a reported value, a departure and a failure as they happen', async (t) => {
   const { agent, children, serverUrl, namespace } = await startProcessGroup(workerScript, 3);
   const dashboard = await startDashboard({ transport: await natsTransport({ servers: serverUrl, namespace }), namespace, server: serverUrl, port: 0, intervalMs: 500 });
@@ -73,11 +61,11 @@ test.serial('dashboard - in headless Chromium: shows the workers, a rising call 
   let page: BrowserPage | undefined;
   try {
     page = await openPage(dashboard.url);
-    const rows = await until<Row[]>(page, ROWS, (r) => r.length === 3 && r.every((w) => w.state === 'up' && w.calls !== null), 'three workers up');
+    const rows = await untilShown<Row[]>(page, ROWS, (r) => r.length === 3 && r.every((w) => w.state === 'up' && w.calls !== null), 'three workers up');
     t.deepEqual(rows.map((r) => r.worker), ['p0', 'p1', 'p2']);
     t.is(await page.evaluate<string>(`document.getElementById('count').dataset.up`), '3');
     // p2 serves and makes no calls: its calls/s chart is all zeros, and its axis says 0 and 1, not 1e-9.
-    await until<number>(page, `document.querySelectorAll('#rates .card').length`, (n) => n === 3, 'three calls/s charts');
+    await untilShown<number>(page, `document.querySelectorAll('#rates .card').length`, (n) => n === 3, 'three calls/s charts');
     const ticks = await page.evaluate<string[]>(`[...document.querySelectorAll('#rates .tick, #learning .tick')].map((t) => t.textContent)`);
     t.true(ticks.length >= 6, ticks.join(' '));
     t.deepEqual(ticks.filter((label) => /e[-+]?\d/.test(label)), [], `axis labels: ${ticks.join(' ')}`);
@@ -90,21 +78,21 @@ test.serial('dashboard - in headless Chromium: shows the workers, a rising call 
     await page.evaluate(`document.getElementById('in-1400').remove(), true`);
     const calls = (r: Row[]) => Number(r.find((w) => w.worker === 'p1')!.calls);
     const before = calls(rows);
-    const later = await until<Row[]>(page, ROWS, (r) => calls(r) > before + 20, 'the call count of p1 rising');
+    const later = await untilShown<Row[]>(page, ROWS, (r) => calls(r) > before + 20, 'the call count of p1 rising');
     t.true(calls(later) > before, `p1 served ${before} then ${calls(later)} calls`);
-    await until<string | null>(page, `document.querySelector('[data-stat=loss] h3')?.textContent ?? null`, (h) => h !== null, 'the reported loss');
+    await untilShown<string | null>(page, `document.querySelector('[data-stat=loss] h3')?.textContent ?? null`, (h) => h !== null, 'the reported loss');
     t.regex(await page.evaluate<string>(`document.querySelector('[data-stat=loss] h3').textContent`), /^loss /);
     t.true(await page.evaluate<number>(`document.querySelectorAll('[data-stat=loss] polyline').length`) >= 1, 'the loss is plotted');
 
     await agent.rpcSync('p2', stop, []);
-    const gone = await until<Row[]>(page, ROWS, (r) => r.find((w) => w.worker === 'p2')?.state !== 'up', "p2's departure");
+    const gone = await untilShown<Row[]>(page, ROWS, (r) => r.find((w) => w.worker === 'p2')?.state !== 'up', "p2's departure");
     t.true(['left', 'gone', 'failed'].includes(gone.find((w) => w.worker === 'p2')!.state));
     t.is(gone.filter((w) => w.state === 'up').length, 2);
-    await until<boolean>(page, `!!document.querySelector('#events li[data-worker=p2][data-event=leave], #events li[data-worker=p2][data-event=gone]')`, (v) => v, 'the departure among the events');
+    await untilShown<boolean>(page, `!!document.querySelector('#events li[data-worker=p2][data-event=leave], #events li[data-worker=p2][data-event=gone]')`, (v) => v, 'the departure among the events');
     // A worker killed outright: its peers declare it failed, and the page says so.
     children[0]!.kill('SIGKILL');
-    await until<Row[]>(page, ROWS, (r) => r.find((w) => w.worker === 'p1')?.state === 'failed', "p1's failure");
-    await until<boolean>(page, `!!document.querySelector('#events li[data-worker=p1][data-event=fail]')`, (v) => v, 'the failure among the events');
+    await untilShown<Row[]>(page, ROWS, (r) => r.find((w) => w.worker === 'p1')?.state === 'failed', "p1's failure");
+    await untilShown<boolean>(page, `!!document.querySelector('#events li[data-worker=p1][data-event=fail]')`, (v) => v, 'the failure among the events');
     await page.screenshot(screenshotPath);
     const png = readFileSync(screenshotPath);
     t.true(png.length > 10_000 && png.subarray(1, 4).toString() === 'PNG', `a screenshot of ${png.length} bytes`);

@@ -12,10 +12,13 @@ import { fileURLToPath } from 'node:url';
 import { natsTransport } from '@tensorbus/nats-transport';
 import { startDashboard } from '../src/dashboard.js';
 import { hold, stop } from './fixtures/functions.js';
-import { openPage, type BrowserPage } from './browser.js';
+import { openPage, untilShown, type BrowserPage } from './browser.js';
 import { startProcessGroup, stopProcessGroups } from './helpers.js';
 
 test.after.always(stopProcessGroups);
+
+/** How long the page is given to show a change here (a failure is declared only after the detector's timeout). */
+const DEPARTURE_WAIT_MS = 20_000;
 
 const workerScript = fileURLToPath(new URL('./fixtures/worker.js', import.meta.url));
 const screenshotPath = fileURLToPath(new URL('./dashboard-departed.png', import.meta.url));
@@ -23,30 +26,18 @@ const screenshotPath = fileURLToPath(new URL('./dashboard-departed.png', import.
 type Row = { worker: string; state: string; inFlight: string | null; text: string };
 const ROWS = `[...document.querySelectorAll('#workers-table tbody tr')].map((r) => ({ worker: r.dataset.worker, state: r.dataset.state, inFlight: r.querySelector('[data-field=in-flight]')?.textContent ?? null, text: r.textContent }))`;
 
-/** Reads `expression` in the page until `done` holds (or 20 s). */
-async function until<T>(page: BrowserPage, expression: string, done: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  let value = await page.evaluate<T>(expression);
-  while (!done(value)) {
-    if (Date.now() > deadline) throw new Error(`the page did not show ${what}: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    value = await page.evaluate<T>(expression);
-  }
-  return value;
-}
-
 test.serial('dashboard - after workers leave: no call is shown in flight on a departed worker, and the calls/s section says nobody is up', async (t) => {
   const { agent, children, serverUrl, namespace } = await startProcessGroup(workerScript, 3);
   const dashboard = await startDashboard({ transport: await natsTransport({ servers: serverUrl, namespace }), namespace, server: serverUrl, port: 0, intervalMs: 500 });
   let page: BrowserPage | undefined;
   try {
     page = await openPage(dashboard.url);
-    await until<Row[]>(page, ROWS, (r) => r.length === 3 && r.every((w) => w.state === 'up' && w.inFlight !== null), 'three workers up');
+    await untilShown<Row[]>(page, ROWS, (r) => r.length === 3 && r.every((w) => w.state === 'up' && w.inFlight !== null), 'three workers up', DEPARTURE_WAIT_MS);
     // p1 serves a call that never ends before it dies: the page sees it in flight.
     const held = agent.rpcSync('p1', hold, [120_000], { timeoutMs: 0 }).catch(() => undefined);
-    await until<Row[]>(page, ROWS, (r) => r.find((w) => w.worker === 'p1')?.inFlight === '1', 'the call in flight on p1');
+    await untilShown<Row[]>(page, ROWS, (r) => r.find((w) => w.worker === 'p1')?.inFlight === '1', 'the call in flight on p1', DEPARTURE_WAIT_MS);
     children[0]!.kill('SIGKILL');
-    const failed = await until<Row[]>(page, ROWS, (r) => r.find((w) => w.worker === 'p1')?.state === 'failed', "p1's failure");
+    const failed = await untilShown<Row[]>(page, ROWS, (r) => r.find((w) => w.worker === 'p1')?.state === 'failed', "p1's failure", DEPARTURE_WAIT_MS);
     const p1 = failed.find((w) => w.worker === 'p1')!;
     t.is(p1.inFlight, null, `a failed worker has no calls in flight: ${p1.text}`);
     t.regex(p1.text, /departed/);
@@ -54,7 +45,7 @@ test.serial('dashboard - after workers leave: no call is shown in flight on a de
     // Everyone else leaves: p2 asked to, p0 (this process) shuts down.
     await agent.rpcSync('p2', stop, []);
     await agent.shutdown({ timeoutMs: 10_000 });
-    const none = await until<Row[]>(page, ROWS, (r) => r.every((w) => w.state !== 'up'), 'every worker departed');
+    const none = await untilShown<Row[]>(page, ROWS, (r) => r.every((w) => w.state !== 'up'), 'every worker departed', DEPARTURE_WAIT_MS);
     t.deepEqual(none.filter((w) => w.inFlight !== null), [], 'no departed worker shows live figures');
     t.is(await page.evaluate<string>(`document.getElementById('count').dataset.up`), '0');
     t.is(await page.evaluate<number>(`document.querySelectorAll('#rates .card').length`), 0);
