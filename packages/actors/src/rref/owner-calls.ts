@@ -103,8 +103,8 @@ export class OwnerCalls implements FetchAheadHost {
         user.failure = ownerLost(user, error);
         throw user.failure;
       }
-      // An owner that left does not come back: the RRef is lost, whether or not its departure has reached the RRef yet (user-forks.ts marks it).
-      if (error instanceof WorkerUnavailableError && user && this.host.members.departure(user.owner) === 'left') throw user.failure ?? ownerLost(user, error);
+      // The owner's departure failed the RRef meanwhile (user-forks.ts, as the departure is known: an owner that left, or out of restarts): the use fails with it.
+      if (error instanceof WorkerUnavailableError && user?.failure) throw user.failure;
       throw error;
     }
   }
