@@ -5,11 +5,11 @@
  * never after the worker's goodbye.
  */
 import test from 'ava';
-import { defaultCodec } from '@tensorbus/core';
+import { defaultCodec, localTransport, type BeaconSpec, type Transport } from '@tensorbus/core';
 import { initRpc } from '../src/index.js';
 import { Identity } from '../src/agent/identity.js';
 import type { Announcement } from '../src/membership/membership-protocol.js';
-import { beat, ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData } from '../src/membership/heartbeat-beat.js';
+import { beat, BEATS, ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData } from '../src/membership/heartbeat-beat.js';
 import { advance, takeLate, WINDOW } from '../src/membership/replay-window.js';
 import { MEMBERS_SUBJECT } from '../src/agent/subjects.js';
 import { eventually, newGroup, stopAll, transportKinds } from './helpers.js';
@@ -78,6 +78,68 @@ test('heartbeat beat - beats say hello while joining and hb once joined, with th
   Atomics.store(shared, STATE, LEFT);
   t.is(beat(beatData(identity), shared), undefined);
   t.is(Atomics.load(shared, SEQ), 2, 'a worker that left takes no more numbers');
+});
+
+test('heartbeat beat - each beat the beacon makes is counted in the shared memory; a skipped one is not', (t) => {
+  const identity = new Identity();
+  const shared = sharedMemory();
+  Atomics.store(shared, STATE, JOINED);
+  beat(beatData(identity), shared);
+  beat(beatData(identity), shared);
+  t.is(Atomics.load(shared, BEATS), 2);
+  Atomics.store(shared, STATE, LEFT);
+  beat(beatData(identity), shared);
+  t.is(Atomics.load(shared, BEATS), 2, 'no beat once the worker left');
+});
+
+/**
+ * A local transport with a beacon the test drives: its beats are made by
+ * heartbeat-beat.ts on the shared memory the worker hands over, as the NATS
+ * beacon thread makes them, and published while `beating` is true.
+ */
+function withHandBeacon(transport: Transport) {
+  const beacon = { beating: true, sent: 0, timer: undefined as NodeJS.Timeout | undefined };
+  const startBeacon = (spec: BeaconSpec) => {
+    beacon.timer = setInterval(() => {
+      if (!beacon.beating) return;
+      const bytes = beat(spec.data as BeatData, spec.shared);
+      if (!bytes) return;
+      beacon.sent++;
+      transport.publish(spec.subject, bytes);
+    }, spec.intervalMs);
+    return { ready: Promise.resolve(true), remove: () => clearInterval(beacon.timer) };
+  };
+  return { transport: Object.assign(Object.create(transport) as Transport, { startBeacon }), beacon };
+}
+
+test('membership - the main thread does not beat while its beacon does, and beats again when the beacon stops', async (t) => {
+  const bus = `beats${process.pid}`;
+  const { transport, beacon } = withHandBeacon(localTransport({ bus }));
+  const listener = localTransport({ bus });
+  const heard: Announcement[] = [];
+  await listener.subscribe(MEMBERS_SUBJECT, (message) => void heard.push(defaultCodec.decode(message.data) as Announcement));
+  const heartbeatMs = 50;
+  const a = await initRpc({ name: 'a', transport, heartbeatMs, failureTimeoutMs: 5_000 });
+  t.teardown(async () => {
+    clearInterval(beacon.timer);
+    await stopAll([a]);
+    await listener.close();
+  });
+  const beatsOfA = () => heard.filter((m) => m.n === 'a' && m.k === 'hb').length;
+  const window = async () => {
+    const [before, sentBefore, started] = [beatsOfA(), beacon.sent, Date.now()];
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const intervals = (Date.now() - started) / heartbeatMs;
+    return { fromMain: beatsOfA() - before - (beacon.sent - sentBefore), fromBeacon: beacon.sent - sentBefore, intervals };
+  };
+  const beaconOn = await window();
+  t.true(beaconOn.fromBeacon >= beaconOn.intervals / 2, `the beacon beat ${beaconOn.fromBeacon} times in ${beaconOn.intervals} intervals`);
+  t.true(beaconOn.fromMain <= beaconOn.intervals / 4, `the main thread beat ${beaconOn.fromMain} times in ${beaconOn.intervals} intervals beside its beacon`);
+  beacon.beating = false;
+  await new Promise((resolve) => setTimeout(resolve, 2 * heartbeatMs));
+  const beaconOff = await window();
+  t.is(beaconOff.fromBeacon, 0);
+  t.true(beaconOff.fromMain >= beaconOff.intervals / 2, `the main thread beat ${beaconOff.fromMain} times in ${beaconOff.intervals} intervals without its beacon`);
 });
 
 for (const kind of transportKinds()) {

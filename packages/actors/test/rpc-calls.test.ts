@@ -118,9 +118,13 @@ for (const kind of transportKinds()) {
     await stopAll(agents);
   });
 
-  test(t('timeouts: per call, agent default, 0 means none; AbortSignal cancels'), async (tt) => {
+  // Serial: its bounds are the product's wall-clock promises, not to be shared with the file's dozens of concurrent groups starting.
+  test.serial(t('timeouts: per call, agent default, 0 means none; AbortSignal cancels'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b'], { rpcTimeoutMs: 150 });
     const [a] = agents;
+    // The fixture's sleeps are unref'd; run alone over the local transport, nothing else would hold the event loop while one runs.
+    const alive = setInterval(() => undefined, 1_000);
+    tt.teardown(() => clearInterval(alive));
     const started = Date.now();
     // Bounds here are half of what a wait for the slow side would take: loaded CI machines stall event loops.
     await tt.throwsAsync(a!.rpcSync('b', sleep, [4_000]), { instanceOf: RpcTimeoutError });

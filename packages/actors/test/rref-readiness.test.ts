@@ -70,7 +70,8 @@ for (const kind of transportKinds()) {
     await stopAll(agents);
   });
 
-  test(t('a timeout bounds the whole wait: toHere, rpcSync and rpcAsync on an RRef still being created'), async (tt) => {
+  // Serial: its bounds are the product's wall-clock promises, not to be shared with the file's concurrent groups starting.
+  test.serial(t('a timeout bounds the whole wait: toHere, rpcSync and rpcAsync on an RRef still being created'), async (tt) => {
     const agents = await startGroup(kind, ['a', 'b'], SLACK);
     const [a, b] = agents;
     // Creations of 3 s: the 10 ms uses must end long before, however loaded the machine.

@@ -30,24 +30,25 @@ export interface CheckingWorker {
  * marking it heard and the member seen.
  */
 export function authentic(m: Announcement, self: CheckingWorker, view: MemberView): boolean | 'late' {
-  if (!self.identity.verify(m.sk, signedText(m), m.sig)) return false;
+  // What can be decided without the signature is decided first: a replay or a stranger costs no verification.
+  const signed = () => self.identity.verify(m.sk, signedText(m), m.sig);
   if (m.n === self.name) {
     // This worker's own echo, or a rival for its name (the name-claim protocol decides).
-    return m.inst !== self.inst || (m.sk === self.identity.signKey && m.q <= self.ownSeq());
+    return signed() && (m.inst !== self.inst || (m.sk === self.identity.signKey && m.q <= self.ownSeq()));
   }
   const bound: Binding | undefined = view.members.get(m.n) ?? view.departed.get(m.n);
   if (bound === undefined || bound.inst !== m.inst) {
     // A live member's name claimed by another instance: the member keeps it until it leaves or fails.
     // New names beyond MAX_MEMBERS are not taken in: announcements alone cannot grow this worker's state without bound.
-    return !view.members.has(m.n) && m.k !== BYE && view.members.size < MAX_MEMBERS;
+    return !view.members.has(m.n) && m.k !== BYE && view.members.size < MAX_MEMBERS && signed();
   }
   if (m.sk !== bound.signKey || m.xk !== bound.dhKey) return false;
-  if (m.q > bound.seq) return true;
+  if (m.q > bound.seq) return signed();
   // Only a live member: a worker that said bye (or was declared failed) is not brought back by an older beat.
   const member = view.members.get(m.n);
   if (member !== bound || (m.k !== HEARTBEAT && m.k !== HELLO)) return false;
   const late = takeLate(member.seq, member.late, m.q);
-  if (late === undefined) return false;
+  if (late === undefined || !signed()) return false;
   member.late = late;
   member.lastSeen = Date.now();
   return 'late';

@@ -6,10 +6,12 @@
  * neither TensorFlow.js nor the codec, only msgpackr and the platform's crypto (node:crypto).
  *
  * The shared memory (an Int32Array on a SharedArrayBuffer) is
- * `[SEQ, STATE, ID]`: the sequence number of the worker's latest
+ * `[SEQ, STATE, ID, BEATS]`: the sequence number of the worker's latest
  * announcement (both threads take numbers with `Atomics.add`, so no number
  * is used twice), where the worker is in its life (joining: beats are
- * `hello`; joined: `hb`; left: nothing), and its current id.
+ * `hello`; joined: `hb`; left: nothing), its current id, and how many beats
+ * the beacon thread has made (the main thread does not beat while that
+ * count moves: one beat per interval reaches the others, not two).
  * @module
  */
 import { signText, type PrivateKey } from '../platform/crypto.js';
@@ -21,8 +23,10 @@ export const SEQ = 0;
 export const STATE = 1;
 /** Index of the worker's id. */
 export const ID = 2;
+/** Index of the count of beats the beacon thread made. */
+export const BEATS = 3;
 /** Elements of the shared memory. */
-export const SHARED_LENGTH = 3;
+export const SHARED_LENGTH = 4;
 
 /** Joining: a beat is a `hello` (a rival joiner of the name decides by instance id, as for the first one). */
 export const JOINING = 0;
@@ -78,7 +82,9 @@ function frame(value: unknown): Uint8Array {
 }
 
 /**
- * One heartbeat of the worker `data` describes, or undefined once it left.
+ * One heartbeat of the worker `data` describes, or undefined once it left;
+ * the beacon thread asks for one only while its connection is up, so each
+ * counts in BEATS as sent.
  * The state is read again after the number is taken: a goodbye sets LEFT
  * before it takes its own number, so a beat numbered after the goodbye sees
  * LEFT and is not sent, and one numbered before it is older than the
@@ -92,5 +98,6 @@ export function beat(data: BeatData, shared: Int32Array): Uint8Array | undefined
   // Key order as the main thread's announcements (membership.ts `signed`).
   const message = { k: state === JOINING ? 'hello' : 'hb', n: data.n, id: Atomics.load(shared, ID), inst: data.inst, t: data.t, q, sk: data.sk, xk: data.xk } as SignedFields & { sig?: string };
   message.sig = signText(data.key, signedText(message));
+  Atomics.add(shared, BEATS, 1);
   return frame(message);
 }

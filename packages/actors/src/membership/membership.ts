@@ -19,7 +19,7 @@ import { errorToWire, waitAtMost } from '@tensorbus/core/internal';
 import { decodeWithoutTensors } from '../tensors.js';
 import type { WorkerInfo } from '../worker-info.js';
 import { BYE, CLAIM, HEARTBEAT, HELLO, HERE, MEMBERSHIP_CONTROL_KINDS, MINE, PING, PONG, QUERY, readMembershipMessage, SYNC, type Announcement } from './membership-protocol.js';
-import { ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData } from './heartbeat-beat.js';
+import { BEATS, ID, JOINED, LEFT, SEQ, SHARED_LENGTH, signedText, STATE, type BeatData } from './heartbeat-beat.js';
 import { Identity } from '../agent/identity.js';
 import type { MembershipFace } from '../agent/agent-host.js';
 import type { AgentHost, Departure } from '../agent/host.js';
@@ -51,7 +51,7 @@ export class Membership implements MembershipFace {
   readonly identity = new Identity();
   /** Announcements dropped: malformed, badly signed, replayed, or claiming a name bound to other keys. */
   dropped = 0;
-  /** `[SEQ, STATE, ID]` of this worker, shared with its beacon thread (heartbeat-beat.ts). */
+  /** `[SEQ, STATE, ID, BEATS]` of this worker, shared with its beacon thread (heartbeat-beat.ts). */
   // A page without cross-origin isolation has no SharedArrayBuffer (and no beacon thread to share with).
   private readonly shared = new Int32Array(typeof SharedArrayBuffer === 'function' ? new SharedArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT) : new ArrayBuffer(SHARED_LENGTH * Int32Array.BYTES_PER_ELEMENT));
   /** This worker's heartbeats from the transport's beacon thread; undefined without one. */
@@ -62,6 +62,8 @@ export class Membership implements MembershipFace {
   private connected = true;
   private left = false;
   private lastTick = Date.now();
+  /** The beacon's count of beats at the last tick: while it moves, the beacon beats for this thread. */
+  private beaconBeatsAtTick = 0;
   private awaitedEcho: { kind: Announcement['k']; resolve: () => void } | undefined;
 
   readonly name: string;
@@ -336,8 +338,12 @@ export class Membership implements MembershipFace {
         if (message.inst !== this.inst && message.n !== this.name) this.host.sendControl(message.n, this.signed(HERE));
         this.observe(message);
         return undefined;
-      case SYNC:
       case HEARTBEAT:
+        // This worker's own beat, echoed: it changes nothing, so it is not worth a signature check.
+        if (message.n === this.name && message.inst === this.inst) return undefined;
+        if (this.authenticated(message)) this.observe(message);
+        return undefined;
+      case SYNC:
       case HERE:
       case CLAIM:
       case MINE:
@@ -402,10 +408,16 @@ export class Membership implements MembershipFace {
     const now = Date.now();
     const stalled = now - this.lastTick > 2 * this.timing.heartbeatMs;
     this.lastTick = now;
-    try {
-      this.announce(HEARTBEAT);
-    } catch {
-      return;
+    const beaconBeats = Atomics.load(this.shared, BEATS);
+    const beaconBeat = beaconBeats !== this.beaconBeatsAtTick;
+    this.beaconBeatsAtTick = beaconBeats;
+    // Busy is not dead: the beacon beats while this thread computes; this thread beats when it does not.
+    if (!beaconBeat) {
+      try {
+        this.announce(HEARTBEAT);
+      } catch {
+        return;
+      }
     }
     if (!this.connected) return;
     if (stalled) {

@@ -14,6 +14,8 @@ import type { AddSlot, BeaconCommand, BeatBuilder, SlotReady } from './beacon-pr
 interface Connection {
   nc: Promise<NatsConnection | undefined>;
   slots: number;
+  /** False from a disconnect until the reconnect: beats made then would only queue, so none are made. */
+  up: boolean;
 }
 
 interface Slot {
@@ -43,21 +45,37 @@ function connectionFor(command: AddSlot): Connection {
   if (!connection) {
     // A connection that cannot be made leaves its slots silent: the main thread's own beats go on.
     const nc = connect({ ...connectionOptions(command.connection), name: 'tensorbus beacon' }).catch(() => undefined);
-    connection = { nc, slots: 0 };
+    const made: Connection = { nc, slots: 0, up: true };
+    void nc.then((c) => c && followStatus(c, made));
+    connection = made;
     connections.set(command.connectionKey, connection);
   }
   connection.slots++;
   return connection;
 }
 
+/** Keeps `connection.up` as the connection is: a slot beats only while its beats leave the thread. */
+async function followStatus(nc: NatsConnection, connection: Connection): Promise<void> {
+  try {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect') connection.up = false;
+      else if (status.type === 'reconnect') connection.up = true;
+    }
+  } catch {
+    // Closed: its slots go with it.
+  }
+}
+
 async function add(command: AddSlot): Promise<void> {
   const slot: Slot = { connectionKey: command.connectionKey, removed: false };
   slots.set(command.id, slot);
-  const [nc, beat] = await Promise.all([connectionFor(command).nc, builderOf(command.builder)]);
+  const connection = connectionFor(command);
+  const [nc, beat] = await Promise.all([connection.nc, builderOf(command.builder)]);
   if (slot.removed) return;
   const ready = (ok: boolean) => parentPort!.postMessage({ kind: 'ready', id: command.id, ok } satisfies SlotReady);
   if (!nc || !beat) return ready(false);
   slot.timer = setInterval(() => {
+    if (!connection.up || nc.isClosed()) return;
     try {
       const message = beat(command.data, command.shared);
       if (message) nc.publish(command.subject, message);
