@@ -166,3 +166,33 @@ for (const kind of transportKinds('without-tcp')) {
     await reader.close();
   });
 }
+
+test.serial('observe - stats: a watched worker leaving answers one more query with the values it reported last; an unwatched one leaves at once', async (t) => {
+  const { agents, reader } = await group(transportKinds()[0]!, ['s9a', 's9b']);
+  const [a, b] = agents as [RpcAgent, RpcAgent];
+  // Nobody asked a for stats: its shutdown does not wait for anyone.
+  reportStat(a, 'epoch', 1);
+  const unwatched = Date.now();
+  await a.shutdown();
+  t.true(Date.now() - unwatched < 1_000, `an unwatched worker left in ${Date.now() - unwatched} ms`);
+  // A poller, as the dashboard: every 200 ms, keeping the last value it saw.
+  reportStat(b, 'epoch', 59);
+  let seen: number | undefined;
+  let polling = true;
+  const poller = (async () => {
+    while (polling) {
+      const stats = await queryStats(reader, worker('s9b'), 60, 500);
+      if (stats) seen = stats.reported.epoch;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  })();
+  await eventually(() => seen === 59);
+  // The run's last value, reported just before the worker shuts down: the next poll must carry it.
+  reportStat(b, 'epoch', 60);
+  const leaving = Date.now();
+  await b.shutdown();
+  t.is(seen, 60, 'the poller saw the last value before the worker left');
+  t.true(Date.now() - leaving < 3_000, `the wait is bounded: ${Date.now() - leaving} ms`);
+  polling = false;
+  await poller;
+});

@@ -13,6 +13,11 @@ import { instrumentsNow } from './instruments.js';
 import { agentStarted, agentStopped, observing, onRefresh } from './switch.js';
 import { forget, observe, type WorkerObservations } from './worker-observations.js';
 
+/** A worker asked for stats this recently is watched (the dashboard asks every second while a page is open), ms. */
+export const WATCHED_MS = 5_000;
+/** Longest a leaving worker waits for the query that takes its last values, ms. */
+export const LAST_ANSWER_WAIT_MS = 3_000;
+
 /** One worker's observing. */
 export class WorkerObserving implements PluginLifecycle {
   readonly observations: WorkerObservations;
@@ -40,6 +45,12 @@ export class WorkerObserving implements PluginLifecycle {
       // A new incarnation under a name that left or failed: a restarted worker.
       this.host.members.rejoined$.subscribe((name) => this.observations.event('restart', name)),
     );
+  }
+
+  /** A watched worker's last reported values reach its watchers before it leaves (StatsResponder.lastAnswer). */
+  async beforeLeave(timeoutMs: number): Promise<void> {
+    // A timeout of 0 bounds nothing; this wait has its own bound.
+    await this.stats.lastAnswer(WATCHED_MS, timeoutMs > 0 ? Math.min(timeoutMs, LAST_ANSWER_WAIT_MS) : LAST_ANSWER_WAIT_MS);
   }
 
   stopped(): void {

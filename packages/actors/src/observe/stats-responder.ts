@@ -6,7 +6,10 @@
  * measuring of calls on for the next ten minutes (switch.ts): until then the
  * worker measured nothing, so the first snapshot's history is empty. Each
  * reply is signed for its asker's nonce (stats-protocol.ts): the snapshot is
- * encoded once, the signature made per reply.
+ * encoded once, the signature made per reply. A watched worker leaving with
+ * values its watchers have not seen yet waits for one more query
+ * ({@link StatsResponder.lastAnswer}), so a run's last reported value reaches
+ * the dashboard.
  * @module
  */
 import { hostname, processId } from '../platform/process.js';
@@ -25,9 +28,13 @@ const wire = (list: Array<{ fn: string; total: number; buckets: SecondBucket[] }
 export class StatsResponder {
   /** Queries dropped over the rate limit. */
   dropped = 0;
-  private last: { at: number; window: number; stats: WorkerStats; bytes: Uint8Array } | undefined;
+  private last: { at: number; window: number; reports: number; stats: WorkerStats; bytes: Uint8Array } | undefined;
   private second = 0;
   private repliesThisSecond = 0;
+  /** Unix ms of the last reply; 0 before any. */
+  private answeredAt = 0;
+  /** Settled by the next reply that carries every value reported so far. */
+  private awaited: { reports: number; resolve(): void } | undefined;
 
   constructor(private readonly host: AgentHost, private readonly observations: WorkerObservations) {}
 
@@ -44,12 +51,35 @@ export class StatsResponder {
       this.dropped++;
       return undefined;
     }
-    if (this.last === undefined || this.last.window !== window || now - this.last.at >= 1000 / SNAPSHOTS_PER_SECOND) {
+    const reports = this.observations.reports;
+    const stale = this.awaited !== undefined && this.last !== undefined && this.last.reports < this.awaited.reports;
+    if (this.last === undefined || this.last.window !== window || stale || now - this.last.at >= 1000 / SNAPSHOTS_PER_SECOND) {
       const stats = this.snapshot(window);
-      this.last = { at: now, window, stats, bytes: defaultCodec.encode(stats) };
+      this.last = { at: now, window, reports, stats, bytes: defaultCodec.encode(stats) };
     }
+    this.answeredAt = now;
     const bytes = this.last.bytes;
-    return { s: bytes, sig: this.host.members.sign(statsSignedText(nonce, bytes)) };
+    const answer = { s: bytes, sig: this.host.members.sign(statsSignedText(nonce, bytes)) };
+    if (this.awaited && this.last.reports >= this.awaited.reports) this.awaited.resolve();
+    return answer;
+  }
+
+  /**
+   * Before the worker leaves: when it was asked for stats in the last
+   * `watchedMs` (somebody watches) and has reported values since its last
+   * reply, resolves once a reply carried them, or after `waitMs`; at once
+   * otherwise.
+   */
+  async lastAnswer(watchedMs: number, waitMs: number): Promise<void> {
+    const reports = this.observations.reports;
+    if (Date.now() - this.answeredAt > watchedMs || (this.last?.reports ?? 0) >= reports) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await new Promise<void>((resolve) => {
+      this.awaited = { reports, resolve };
+      timer = setTimeout(resolve, waitMs);
+    });
+    clearTimeout(timer);
+    this.awaited = undefined;
   }
 
   private snapshot(window: number): WorkerStats {

@@ -40,6 +40,8 @@ export class WorkerObservations {
   readonly events: WorkerEvent[] = [];
   /** Values the application reported (`reportStat`), by name. */
   readonly reported = new Map<string, number>();
+  /** How many times a value was reported: a snapshot made at a lower count misses the latest. */
+  reports = 0;
   /** Unix ms when the worker started. */
   readonly startedAt = Date.now();
 
@@ -67,6 +69,7 @@ export class WorkerObservations {
   report(name: string, value: number): boolean {
     if (!this.reported.has(name) && this.reported.size >= MAX_REPORTED) return false;
     this.reported.set(name, value);
+    this.reports++;
     return true;
   }
 }
