@@ -143,3 +143,16 @@ test('rl - agent and 2 observers over RPC: REINFORCE on CartPole improves the re
   t.true(existsSync(join(out, 'rl.svg')));
   t.regex(readFileSync(join(out, 'rl.svg'), 'utf8'), /running reward/);
 });
+
+test('rl - --max-seconds ends training with the first round that ends after that many seconds; a bad value is refused', async (t) => {
+  const out = mkdtempSync(join(tmpdir(), 'tb-rl-'));
+  const { code, stdout } = await launchExample(['agent', 'observer1'], 'rl/main.js', ['--max-seconds', '1.5', '--max-episodes', '100000', '--out', out]);
+  t.is(code, 0, stdout);
+  const { curve } = JSON.parse(readFileSync(join(out, 'rl.json'), 'utf8')) as { curve: Array<{ seconds: number }> };
+  t.true(curve.length >= 2, `${curve.length} rounds`);
+  t.true(curve.at(-1)!.seconds >= 1.5, `the last round ended at ${curve.at(-1)!.seconds} s`);
+  t.true(curve.at(-2)!.seconds < 1.5, `the round before it ended at ${curve.at(-2)!.seconds} s`);
+  const refused = await launchExample(['agent', 'observer1'], 'rl/main.js', ['--max-seconds', 'soon', '--out', out]);
+  t.not(refused.code, 0);
+  t.regex(refused.stdout + refused.stderr, /--max-seconds must be a number of seconds above 0, got soon/);
+});

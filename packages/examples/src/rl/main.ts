@@ -5,11 +5,12 @@
  * Run through the launcher:
  *
  *   tensorbus launch -n 5 --names agent,observer1,observer2,observer3,observer4 main.js
- *     [--max-episodes 500] [--seed 1] [--lr 0.01] [--gamma 0.99] [--steps 500] [--out out]
+ *     [--max-episodes 500] [--max-seconds S] [--seed 1] [--lr 0.01] [--gamma 0.99] [--steps 500] [--out out]
  *
  * The agent prints each episode round (the smallest episode reward of the
  * round, as the tutorial does, and the running reward toward 475), stops when
- * the running reward passes 475 or after `--max-episodes` rounds, and writes
+ * the running reward passes 475, after `--max-episodes` rounds, or at the end
+ * of the first round that ends `--max-seconds` after training started, and writes
  * `out/rl.svg` and `out/rl.json`.
  *
  * Lines ending in `// comm` are the example's communication code (counted at
@@ -29,6 +30,8 @@ import { flagReader } from '../common/args.js';
 
 interface Settings {
   maxEpisodes: number;
+  /** Rounds start only this long after training started, s (Infinity: no limit). */
+  maxSeconds: number;
   seed: number;
   learningRate: number;
   gamma: number;
@@ -38,8 +41,11 @@ interface Settings {
 
 function settings(argv: string[]): Settings {
   const value = flagReader(argv);
+  const maxSeconds = Number(value('--max-seconds', 'Infinity'));
+  if (!(maxSeconds > 0)) throw new Error(`--max-seconds must be a number of seconds above 0, got ${value('--max-seconds', '')}`);
   return {
     maxEpisodes: Number(value('--max-episodes', '500')),
+    maxSeconds,
     seed: Number(value('--seed', '1')),
     learningRate: Number(value('--lr', '0.01')),
     gamma: Number(value('--gamma', '0.99')),
@@ -66,7 +72,7 @@ async function runAgent(rpc: RpcAgent, s: Settings): Promise<void> {
   let running = 0;
   let solved = false;
   let steps = 0;
-  for (let episode = 1; episode <= s.maxEpisodes && !solved; episode++) {
+  for (let episode = 1; episode <= s.maxEpisodes && !solved && Date.now() - started < s.maxSeconds * 1000; episode++) {
     await agent.runEpisode(s.steps);
     const round = agent.finishEpisode();
     steps += round.steps;

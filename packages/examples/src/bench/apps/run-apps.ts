@@ -30,8 +30,12 @@ export interface Build {
 /** The rate of one application case on one build (or PyTorch). */
 export interface AppResult {
   caseId: AppCase['id'];
-  /** `tensorbus`, `polling` (this build, busy polling on), `baseline` or `pytorch`. */
-  system: 'tensorbus' | 'polling' | 'baseline' | 'pytorch';
+  /**
+   * `tensorbus`, `polling` (this build, busy polling on), `baseline`,
+   * `pytorch`, or `timed`: this build's RL example for as long as PyTorch's
+   * runs (`--max-seconds`), the figure PyTorch's is compared with.
+   */
+  system: 'tensorbus' | 'polling' | 'baseline' | 'pytorch' | 'timed';
   /** Median over the runs, per second. */
   perSecond?: number;
   runs?: number[];
@@ -122,6 +126,17 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
   }
   if (options.pytorch) {
     const seconds = options.quick ? PYTORCH_RL_SECONDS.quick : PYTORCH_RL_SECONDS.full;
+    // Per-step rates climb as episodes lengthen: the two examples are compared over the same stretch of training.
+    const rl = APP_CASES.find((c) => c.id === 'rl')!;
+    process.stdout.write(`        ${rl.title}, ${current.label}, the first ${seconds} s of training ... `);
+    try {
+      const rate = await runExample(rl, current, options.quick, (out) => ['--max-seconds', String(seconds), '--max-episodes', '1000000', '--out', out]);
+      console.log(`${rate.toFixed(1)} ${rl.unit}/s`);
+      results.push({ caseId: 'rl', system: 'timed', perSecond: rate, runs: [rate] });
+    } catch (error) {
+      console.log(`failed: ${(error as Error).message}`);
+      results.push({ caseId: 'rl', system: 'timed', skipped: `failed: ${(error as Error).message}` });
+    }
     process.stdout.write(`        PyTorch RPC RL example (bench-anchors/pytorch-rl/main.py, world size 5), ${seconds} s ... `);
     try {
       const rate = await runPytorchRl(seconds);
