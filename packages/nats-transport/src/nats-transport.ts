@@ -110,7 +110,8 @@ export class NatsTransport implements Transport, SinkCapable, RouteReporting, Be
     this.chunkTimeoutMs = options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS;
     this.maxTransferBytes = options.maxTransferBytes ?? 2 ** 31 - 1;
     const bus = new BusRoute((request, data) => this.viaBus(request, data));
-    this.routes = new RouteChoice<PendingRequest>(direct ? [direct.route, bus] : [bus]);
+    // Shared memory (where it applies), TCP, then the bus, which carries every subject.
+    this.routes = new RouteChoice<PendingRequest>(direct ? [...direct.routes, bus] : [bus]);
     this.muxSubscription = nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => this.onReply(err, msg) });
     void this.watchStatus();
     void nc.closed().then(() => this.onClosed());
@@ -336,7 +337,7 @@ export class NatsTransport implements Transport, SinkCapable, RouteReporting, Be
       request.reject(new WorkerUnavailableError(`no responders on '${request.subject.slice(this.prefix.length)}'`, { reason: RequestFailure.NoResponders }));
       return;
     }
-    this.direct?.route.learn(request.subject, msg.headers?.get(H_ROUTE));
+    this.direct?.learnt.learn(request.subject, msg.headers?.get(H_ROUTE));
     if (!isAnnouncement(msg)) {
       request.resolve(Frame.of(msg.data));
       return;
