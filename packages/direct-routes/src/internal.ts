@@ -9,4 +9,4 @@ export { DirectServer } from './direct/direct-server.js';
 export { DirectClient } from './direct/direct-client.js';
 export { DirectCaller } from './direct/direct-caller.js';
 export { SharedSegments } from './shm/shared-segments.js';
-export { LearntRoutes } from './direct/learnt-routes.js';
+export { LearntRoutes } from './direct/direct-route.js';

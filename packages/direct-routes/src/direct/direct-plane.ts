@@ -15,8 +15,7 @@ import { busyPoll } from './busy-poll.js';
 import { DirectCaller } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
 import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, isLoopback, lanesOption, parseOffer, reachableFromHere, type DirectOffer, type DirectOptions } from './direct-protocol.js';
-import { DirectRoute } from './direct-route.js';
-import { LearntRoutes } from './learnt-routes.js';
+import { DirectRoute, LearntRoutes } from './direct-route.js';
 import { DirectServer, type Offered, type RequestSinkFactory, type RouteHandler, type ServedRoute } from './direct-server.js';
 
 /** Counts of what went beside the bus (for tests and the benchmark). */

@@ -16,7 +16,7 @@ import { Frame, TransportError, type Payload } from '@tensorbus/core';
 import type { HeldPayload } from '@tensorbus/core/internal';
 import { RouteUnavailableError, lostError, type DirectCaller } from '../direct/direct-caller.js';
 import { CALL_HEAD_BYTES, giveBackFrame, hostId, OP_CALL_FILLING, OP_CALL_SHM, REPLY_FILL_STALLED, REPLY_FILLING, REPLY_NO_SHM, REPLY_OK, REPLY_SHM, type DirectOffer } from '../direct/direct-protocol.js';
-import type { LearntRoutes } from '../direct/learnt-routes.js';
+import type { LearntRoutes } from '../direct/direct-route.js';
 import type { PeerConnection } from '../direct/peer-connection.js';
 import { ConnectionLostError } from '../direct/peer-replies.js';
 import type { ReplySinkFactory, Route, RoutedRequest, Undelivered } from '../route.js';
