@@ -6,11 +6,11 @@
  * header and no copy; large ones are fetched by the receiver over the direct
  * data plane (TCP between the two processes) where it can reach the sender,
  * else pulled in chunks through NATS. Requests to a subject one subscriber
- * serves alone (a worker's calls) go on its direct route once a reply named
- * it (@tensorbus/direct-routes), in shared memory on one host. Pending
- * requests live in request/ (a table by token, each settled once); which
- * route a request takes is chosen in route-choice.ts, among the direct route
- * and the bus (bus-route.ts).
+ * serves alone (a worker's calls) go on a route beside the bus once a reply
+ * named it (@tensorbus/direct-routes: shared memory on one host, else TCP).
+ * Pending requests live in request/ (a table by token, each settled once);
+ * which route a request takes is chosen in route-choice.ts, among shared
+ * memory, TCP and the bus (bus-route.ts).
  * @module
  */
 import { BehaviorSubject } from 'rxjs';
