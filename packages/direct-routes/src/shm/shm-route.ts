@@ -112,9 +112,9 @@ export class SharedMemoryRoute implements Route {
   }
 
   /**
-   * False for a payload no segment will hold, known without reading it:
-   * plain bytes, a frame in heap memory (small frames are encoded there), a
-   * deferred frame beyond the segment limit.
+   * False for a payload no segment will hold, known without reading it: a
+   * frame in heap memory (frames below the buffer pool's threshold are
+   * encoded there), a deferred frame beyond the segment limit.
    */
   private mayHold(data: HeldPayload): boolean {
     if (data instanceof Frame) return this.segments.refOf(data.bytes) !== undefined;
