@@ -2,9 +2,9 @@
  * @tensorbus/direct-routes: the routes a call takes beside the NATS bus, in
  * Node: a direct TCP connection from caller to callee (requests, replies,
  * payloads fetched by their receiver) and, between two processes of one
- * host, shared memory on that connection (memfd segments the peer maps; only
- * a reference crosses the socket). `@tensorbus/nats-transport` offers and
- * uses them; the wire format is one table at the top of
+ * host, shared memory (memfd segments the peer maps; only a reference
+ * crosses that connection). Each is a `Route` (route.ts).
+ * `@tensorbus/nats-transport` offers and uses them; the wire format is one table at the top of
  * `src/direct/direct-protocol.ts`, the spec is docs/data-plane.md.
  * @module
  */
@@ -16,4 +16,5 @@ export { checkBusyPollUs } from './direct/busy-poll.js';
 export { H_DIRECT, H_ROUTE } from './direct/direct-headers.js';
 export type { Offered } from './direct/direct-server.js';
 export { DirectRoute } from './direct/direct-route.js';
+export { SharedMemoryRoute } from './shm/shm-route.js';
 export type { Route, RoutedRequest, ReplySinkFactory, Undelivered } from './route.js';

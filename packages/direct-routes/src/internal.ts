@@ -7,3 +7,6 @@ export * from './index.js';
 export * from './direct/direct-protocol.js';
 export { DirectServer } from './direct/direct-server.js';
 export { DirectClient } from './direct/direct-client.js';
+export { DirectCaller } from './direct/direct-caller.js';
+export { SharedSegments } from './shm/shared-segments.js';
+export { LearntRoutes } from './direct/direct-route.js';

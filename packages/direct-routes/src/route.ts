@@ -1,8 +1,9 @@
 /**
  * The one interface of the ways a request can travel (docs/data-plane.md,
- * "Routes"): the NATS bus (`BusRoute` of @tensorbus/nats-transport) and a
- * direct TCP route, on which shared memory is a placement of the bytes
- * (`DirectRoute`, direct/direct-route.ts). A transport keeps its routes in
+ * "Routes"): shared memory between processes of one host
+ * (`SharedMemoryRoute`, shm/shm-route.ts), a direct TCP route (`DirectRoute`,
+ * direct/direct-route.ts) and the NATS bus (`BusRoute` of
+ * @tensorbus/nats-transport). A transport keeps its routes in
  * order and one chooser (`RouteChoice` of @tensorbus/nats-transport) sends a
  * request on the first that carries its subject, and on the next when a route
  * did not deliver it. Types only: nothing here runs, so a browser build that

@@ -6,8 +6,8 @@ import { DirectClient, hostId, parseOffer, type NatsTransport } from '@tensorbus
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 
 /** The data plane's insides, for tests that break them on purpose. */
-function planeOf(transport: NatsTransport): { server: { close(): void; port: number }; route: { routes: Map<string, { token: Buffer }> } } {
-  return (transport as unknown as { direct: { server: { close(): void; port: number }; route: { routes: Map<string, { token: Buffer }> } } }).direct;
+function planeOf(transport: NatsTransport): { server: { close(): void; port: number }; learnt: { bySubject: Map<string, { token: Buffer }> } } {
+  return (transport as unknown as { direct: { server: { close(): void; port: number }; learnt: { bySubject: Map<string, { token: Buffer }> } } }).direct;
 }
 
 /** Two NATS transports on one fresh namespace, `b` echoing on `echo`; closed when the test ends, however it ends. */
@@ -191,7 +191,7 @@ test('direct routes - a forged route token reaches nothing', async (t) => {
   serveExclusive(b);
   await b.flush();
   await a.request('svc', filled(10));
-  const routes = planeOf(a).route.routes;
+  const routes = planeOf(a).learnt.bySubject;
   const [subject, route] = [...routes][0]!;
   routes.set(subject, { ...route, token: Buffer.alloc(16, 7) });
   t.true(sameBytes(await a.request('svc', filled(10)), filled(10)), 'refused directly, answered through NATS');

@@ -14,7 +14,7 @@ const FOUR_MB = 4 << 20;
 
 /** This process's cache of other processes' segments, by "pid:fd". */
 function mappedSegments(transport: NatsTransport): Map<string, unknown> {
-  return (transport as unknown as { direct: { caller: { segments: { mapped: Map<string, unknown> } } } }).direct.caller.segments.mapped;
+  return (transport as unknown as { direct: { sharedMemory: { segments: { mapped: Map<string, unknown> } } } }).direct.sharedMemory.segments.mapped;
 }
 
 function freshNamespace(): string {
@@ -158,7 +158,7 @@ test('shared memory - own segments are bounded by frame size, bytes and descript
 
 test('shared memory - a reference to memory that is not a segment is refused, and the responder goes on', async (t) => {
   const { requester } = await inProcessPair(t);
-  const [[subject, route]] = [...(requester as unknown as { direct: { route: { routes: Map<string, { host: string; port: number; token: Buffer }> } } }).direct.route.routes];
+  const [[subject, route]] = [...(requester as unknown as { direct: { learnt: { bySubject: Map<string, { host: string; port: number; token: Buffer }> } } }).direct.learnt.bySubject];
   // OP_CALL_SHM naming pid 1's descriptor 999, then another naming this process's stdin.
   const forged = (pid: number, fd: number, id: number) => sharedCallFrame(0x05, id, route!.token, subject!, { pid, fd, id: '00'.repeat(8), size: 1 << 20, length: 1 << 20 });
   const statuses = await new Promise<number[]>((resolve, reject) => {

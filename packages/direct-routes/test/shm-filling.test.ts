@@ -163,8 +163,8 @@ test('filling - a reply its responder cannot read out of its own memory fails it
 
 test('filling - a request whose segment stops filling, or whose sender failed, is refused unrun within the stall limit; one with no room for its progress is refused as unmappable; the responder goes on', async (t) => {
   const { requester, ran } = await inProcessPair(t, () => new Uint8Array(8));
-  const segments = (requester as unknown as { direct: { caller: { segments: SharedSegments } } }).direct.caller.segments;
-  const [[subject, route]] = [...(requester as unknown as { direct: { route: { routes: Map<string, { host: string; port: number; token: Buffer }> } } }).direct.route.routes];
+  const segments = (requester as unknown as { direct: { sharedMemory: { segments: SharedSegments } } }).direct.sharedMemory.segments;
+  const [[subject, route]] = [...(requester as unknown as { direct: { learnt: { bySubject: Map<string, { host: string; port: number; token: Buffer }> } } }).direct.learnt.bySubject];
   // A segment of this process's (the pool's memory), announced as a filling request of `length` bytes.
   const frame = acquireFrame(2 ** 21);
   const own = segments.refOf(frame.bytes)!;

@@ -44,12 +44,12 @@ async function firstLine<T>(t: ExecutionContext, name: string, args: string[], k
 }
 
 function routesOf(transport: NatsTransport): Map<string, Route> {
-  return (transport as unknown as { direct: { route: { routes: Map<string, Route> } } }).direct.route.routes;
+  return (transport as unknown as { direct: { learnt: { bySubject: Map<string, Route> } } }).direct.learnt.bySubject;
 }
 
 /** This process's cache of other processes' segments, by "pid:fd". */
 function mappedSegments(transport: NatsTransport): Map<string, unknown> {
-  return (transport as unknown as { direct: { caller: { segments: { mapped: Map<string, unknown> } } } }).direct.caller.segments.mapped;
+  return (transport as unknown as { direct: { sharedMemory: { segments: { mapped: Map<string, unknown> } } } }).direct.sharedMemory.segments.mapped;
 }
 
 async function transport(t: ExecutionContext, namespace: string): Promise<NatsTransport> {

@@ -6,11 +6,11 @@
  * header and no copy; large ones are fetched by the receiver over the direct
  * data plane (TCP between the two processes) where it can reach the sender,
  * else pulled in chunks through NATS. Requests to a subject one subscriber
- * serves alone (a worker's calls) go on its direct route once a reply named
- * it (@tensorbus/direct-routes), in shared memory on one host. Pending
- * requests live in request/ (a table by token, each settled once); which
- * route a request takes is chosen in route-choice.ts, among the direct route
- * and the bus (bus-route.ts).
+ * serves alone (a worker's calls) go on a route beside the bus once a reply
+ * named it (@tensorbus/direct-routes: shared memory on one host, else TCP).
+ * Pending requests live in request/ (a table by token, each settled once);
+ * which route a request takes is chosen in route-choice.ts, among shared
+ * memory, TCP and the bus (bus-route.ts).
  * @module
  */
 import { BehaviorSubject } from 'rxjs';
@@ -110,7 +110,8 @@ export class NatsTransport implements Transport, SinkCapable, RouteReporting, Be
     this.chunkTimeoutMs = options.chunkTimeoutMs ?? DEFAULT_CHUNK_TIMEOUT_MS;
     this.maxTransferBytes = options.maxTransferBytes ?? 2 ** 31 - 1;
     const bus = new BusRoute((request, data) => this.viaBus(request, data));
-    this.routes = new RouteChoice<PendingRequest>(direct ? [direct.route, bus] : [bus]);
+    // Shared memory (where it applies), TCP, then the bus, which carries every subject.
+    this.routes = new RouteChoice<PendingRequest>(direct ? [...direct.routes, bus] : [bus]);
     this.muxSubscription = nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => this.onReply(err, msg) });
     void this.watchStatus();
     void nc.closed().then(() => this.onClosed());
@@ -336,7 +337,7 @@ export class NatsTransport implements Transport, SinkCapable, RouteReporting, Be
       request.reject(new WorkerUnavailableError(`no responders on '${request.subject.slice(this.prefix.length)}'`, { reason: RequestFailure.NoResponders }));
       return;
     }
-    this.direct?.route.learn(request.subject, msg.headers?.get(H_ROUTE));
+    this.direct?.learnt.learn(request.subject, msg.headers?.get(H_ROUTE));
     if (!isAnnouncement(msg)) {
       request.resolve(Frame.of(msg.data));
       return;

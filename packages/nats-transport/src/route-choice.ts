@@ -1,9 +1,9 @@
 /**
  * The one place that chooses how a request travels (docs/data-plane.md,
  * "Which route a call takes"): a transport's routes in order of preference
- * (the direct route first when there is a data port, the bus last), each a
- * {@link Route} of @tensorbus/direct-routes. A request goes on the first route
- * that carries its subject; a route that did not deliver it hands it back
+ * (with a data port: shared memory, where the addon is, then TCP; the bus
+ * last), each a {@link Route} of @tensorbus/direct-routes. A request goes on
+ * the first route that carries its subject; a route that did not deliver it hands it back
  * here and it goes on the next one that does, the bus in the end, which
  * carries every subject. A request settled meanwhile (timed out, aborted) is
  * not sent again.

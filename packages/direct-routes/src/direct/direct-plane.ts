@@ -1,7 +1,8 @@
 /**
  * Everything a NATS transport does beside the bus, in one place: its data
  * port (offers and routes it serves), the fetches of others' offers, and the
- * direct route its requests take once learnt ({@link DirectRoute}). See
+ * routes beside the bus its requests take once learnt: shared memory
+ * ({@link SharedMemoryRoute}) and TCP ({@link DirectRoute}). See
  * docs/data-plane.md.
  * @module
  */
@@ -9,11 +10,12 @@ import type { Frame, Payload } from '@tensorbus/core';
 import { useBufferSource } from '@tensorbus/core/internal';
 import { SharedSegments } from '../shm/shared-segments.js';
 import { loadShm } from '../shm/shm-native.js';
+import { SharedMemoryRoute } from '../shm/shm-route.js';
 import { busyPoll } from './busy-poll.js';
 import { DirectCaller } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
-import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, isLoopback, lanesOption, parseOffer, type DirectOffer, type DirectOptions } from './direct-protocol.js';
-import { DirectRoute } from './direct-route.js';
+import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, isLoopback, lanesOption, parseOffer, reachableFromHere, type DirectOffer, type DirectOptions } from './direct-protocol.js';
+import { DirectRoute, LearntRoutes } from './direct-route.js';
 import { DirectServer, type Offered, type RequestSinkFactory, type RouteHandler, type ServedRoute } from './direct-server.js';
 
 /** Counts of what went beside the bus (for tests and the benchmark). */
@@ -84,8 +86,12 @@ export interface DirectPlaneLimits {
 export class DirectPlane {
   private readonly client: DirectClient;
   private readonly caller: DirectCaller;
-  /** The direct route of this transport's requests: the routes it learnt from replies, and the sending on them. */
-  readonly route: DirectRoute;
+  /** The routes this transport learnt from replies' tb-route headers, which both routes below take. */
+  readonly learnt: LearntRoutes;
+  /** Shared memory, with the addon (undefined without it, or when turned off). */
+  private readonly sharedMemory: SharedMemoryRoute | undefined;
+  /** This transport's routes beside the bus, in order of preference: shared memory where it applies, then TCP. */
+  readonly routes: readonly (SharedMemoryRoute | DirectRoute)[];
 
   private constructor(
     private readonly server: DirectServer,
@@ -102,8 +108,13 @@ export class DirectPlane {
     this.client = new DirectClient(stallTimeoutMs, idleCloseMs, lanes);
     // Large direct requests are offered for the responder to pull into its own buffer.
     const offer = (data: Payload, onServed: () => void) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined);
-    this.caller = new DirectCaller(offer, segments, maxTransferBytes, idleCloseMs, lanes);
-    this.route = new DirectRoute(this.caller, (endpoint) => this.allowed(endpoint));
+    let sharedMemory: SharedMemoryRoute | undefined;
+    // A broken connection unmaps what its responder lent.
+    this.caller = new DirectCaller(offer, maxTransferBytes, idleCloseMs, lanes, (connection) => sharedMemory?.connectionBroken(connection));
+    this.learnt = new LearntRoutes((route) => this.allowed(route) && reachableFromHere(route));
+    this.sharedMemory = sharedMemory = segments && new SharedMemoryRoute(this.learnt, this.caller, segments);
+    const tcp = new DirectRoute(this.learnt, this.caller);
+    this.routes = sharedMemory ? [sharedMemory, tcp] : [tcp];
     server.useFetcher((offer, size, sink) => this.client.fetch(offer, size, sink));
     if (segments) server.useSharedMemory(segments);
   }
@@ -161,7 +172,8 @@ export class DirectPlane {
   }
 
   get stats(): DirectStats {
-    const { calls, sharedRequests, sharedReplies, fillingRequests, fillingReplies, streamedReceived } = this.caller;
+    const { calls, streamedReceived } = this.caller;
+    const { sharedRequests = 0, sharedReplies = 0, fillingRequests = 0, fillingReplies = 0 } = this.sharedMemory ?? {};
     const { served, streamedSent, stripedSent } = this.server;
     const stripedReceived = this.caller.stripedReceived + this.client.striped;
     return { fetched: this.client.fetched, served, calls, answered: this.server.calls, sharedRequests, sharedReplies, fillingRequests, fillingReplies, streamedSent, streamedReceived, stripedSent, stripedReceived };
@@ -172,7 +184,7 @@ export class DirectPlane {
     this.server.close();
     this.client.close();
     this.caller.close();
-    this.route.clear();
+    this.learnt.clear();
   }
 }
 

@@ -34,7 +34,8 @@
  * exactly one REPLY, or PARTs adding up to one, with that id, in any order
  * (peer-connection.ts reads them); LANE and GIVE-BACK get none. A request
  * answered NO ROUTE, NO SHM or FILL STALLED, or whose connection could not be opened, was
- * not delivered and may go another way (the bus, or its bytes); one whose
+ * not delivered and may go another way (NO ROUTE: the bus; NO SHM: its bytes,
+ * on the TCP route; FILL STALLED: whole in a segment); one whose
  * connection breaks after it was sent fails with WorkerUnavailableError (it
  * may have run). Anything else on a connection drops it.
  * @module

@@ -1,79 +1,86 @@
 /**
- * The direct TCP route as a {@link Route}: the routes this transport learnt
- * from replies' tb-route headers, by full subject, and the sending of a
- * request on one. Shared memory is a placement on it, decided per call by
- * {@link DirectCaller} (a frame that fits a segment, a peer of this host that
- * can map it; otherwise its bytes on the same connection), so `medium` says
- * 'shm' or 'tcp'. A route that did not deliver a request is forgotten and
- * the request handed back to the chooser (the bus finds the responder, if
- * there is one). See docs/data-plane.md, "How a route is learnt".
+ * The TCP route as a {@link Route}, and the routes it takes: those a
+ * transport learnt from replies' tb-route headers ({@link LearntRoutes}),
+ * one table that the shared-memory route (../shm/shm-route.ts) reads too,
+ * since both travel to the same data port ("How a route is learnt" in
+ * docs/data-plane.md). A request to a subject with a learnt route goes over
+ * a pooled connection to its data port, its bytes inline, or pulled by the
+ * responder when large ({@link DirectCaller}). A route that did not deliver
+ * a request (NO ROUTE, or no connection) is forgotten and the request
+ * handed back to the chooser (the bus finds the responder, if there is
+ * one). Between processes of one host the shared-memory route comes first
+ * and hands here what no segment holds, and what its responder refused to
+ * map. See docs/data-plane.md, "Which route a call takes".
  * @module
  */
-import type { Frame, Payload } from '@tensorbus/core';
+import type { Frame } from '@tensorbus/core';
 import type { HeldPayload } from '@tensorbus/core/internal';
 import type { ReplySinkFactory, Route, RoutedRequest, Undelivered } from '../route.js';
 import { RouteUnavailableError, type DirectCaller } from './direct-caller.js';
 import { parseOffer, type DirectOffer } from './direct-protocol.js';
 
-/** Requests to subjects whose responder offered a route, sent on it. */
-export class DirectRoute implements Route {
-  /** Routes learnt from replies, by full subject. */
-  private readonly routes = new Map<string, DirectOffer>();
+/** Routes learnt from replies, by full subject, until one fails to deliver a request. */
+export class LearntRoutes {
+  /** Each subject's route (its responder's data port and the token naming the route there). */
+  readonly bySubject = new Map<string, DirectOffer>();
 
-  /**
-   * @param caller sends requests over data-port connections
-   * @param allowed false for an endpoint this transport may not use (under TLS, anything but loopback)
-   */
-  constructor(
-    private readonly caller: DirectCaller,
-    private readonly allowed: (endpoint: DirectOffer) => boolean,
-  ) {}
+  /** @param usable false for an endpoint this transport may not or cannot use (under TLS, anything but loopback; a loopback of another host) */
+  constructor(private readonly usable: (route: DirectOffer) => boolean) {}
 
-  /** Remembers the route a reply's tb-route header offers for later requests to `subject`. */
+  /** Remembers the route a reply's tb-route header offers for later requests to `subject`; a malformed or unusable one is ignored. */
   learn(subject: string, header: string | undefined): void {
-    if (this.routes.has(subject)) return;
+    if (this.bySubject.has(subject)) return;
     const route = parseOffer(header);
-    if (route && this.allowed(route) && this.caller.usable(route)) this.routes.set(subject, route);
+    if (route && this.usable(route)) this.bySubject.set(subject, route);
   }
 
-  carries(subject: string): boolean {
-    return this.routes.has(subject);
+  /** The route learnt for `subject`, if any. */
+  get(subject: string): DirectOffer | undefined {
+    return this.bySubject.get(subject);
   }
 
-  medium(subject: string): 'shm' | 'tcp' | 'nats' {
-    const route = this.routes.get(subject);
-    return route === undefined ? 'nats' : this.caller.medium(route);
-  }
-
-  /** Sends `request` on its learnt route (any transport's request type: the route only settles it). */
-  send<Request extends RoutedRequest>(request: Request, data: HeldPayload, replySink: ReplySinkFactory | undefined, undelivered: Undelivered<Request>): void {
-    this.request(request.subject, data, replySink).then(
-      (answer) => (answer === undefined ? undelivered(this, request, data, replySink) : request.resolve(answer)),
-      (error: Error) => request.reject(error),
-    );
-  }
-
-  /**
-   * Sends a request on the route learnt for `subject`. Resolves undefined when
-   * there is none, or it did not deliver the request (the route is then
-   * forgotten). Rejects when it was delivered and failed. A large reply may
-   * go into a sink `replySink` gives (see RequestOptions). `data` must stay
-   * held until the promise settles; the reply is the caller's.
-   */
-  async request(subject: string, data: Payload, replySink?: ReplySinkFactory): Promise<Frame | undefined> {
-    const route = this.routes.get(subject);
-    if (!route) return undefined;
-    try {
-      return await this.caller.call(route, subject, data, replySink);
-    } catch (error) {
-      if (!(error instanceof RouteUnavailableError)) throw error;
-      if (this.routes.get(subject) === route) this.routes.delete(subject);
-      return undefined;
-    }
+  /** Forgets the route of `subject` if it is still `route` (it did not deliver a request: removed, stale, or its port is gone). */
+  forget(subject: string, route: DirectOffer): void {
+    if (this.bySubject.get(subject) === route) this.bySubject.delete(subject);
   }
 
   /** Forgets every route (the transport closes). */
   clear(): void {
-    this.routes.clear();
+    this.bySubject.clear();
+  }
+}
+
+/** Requests to subjects whose responder offered a route, sent over TCP. */
+export class DirectRoute implements Route {
+  /**
+   * @param routes the routes learnt from replies (shared with the shared-memory route)
+   * @param caller sends requests over data-port connections
+   */
+  constructor(
+    private readonly routes: LearntRoutes,
+    private readonly caller: DirectCaller,
+  ) {}
+
+  carries(subject: string): boolean {
+    return this.routes.bySubject.has(subject);
+  }
+
+  medium(): 'tcp' {
+    return 'tcp';
+  }
+
+  /** Sends `request` on its learnt route (any transport's request type: the route only settles it). */
+  send<Request extends RoutedRequest>(request: Request, data: HeldPayload, replySink: ReplySinkFactory | undefined, undelivered: Undelivered<Request>): void {
+    const subject = request.subject;
+    const route = this.routes.get(subject);
+    if (route === undefined) return undelivered(this, request, data, replySink);
+    this.caller.call(route, subject, data, replySink).then(
+      (reply: Frame) => request.resolve(reply),
+      (error: Error) => {
+        if (!(error instanceof RouteUnavailableError)) return request.reject(error);
+        this.routes.forget(subject, route);
+        undelivered(this, request, data, replySink);
+      },
+    );
   }
 }
