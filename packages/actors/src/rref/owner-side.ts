@@ -10,7 +10,7 @@ import { RRefError } from '@tensorbus/core';
 import { errorToWire } from '@tensorbus/core/internal';
 import type { CallerIdentity } from '../agent/call-context.js';
 import type { AgentHost } from '../agent/host.js';
-import { isCurrentMember, isWireId } from '../peer-limits.js';
+import { accountableName, isCurrentMember, isWireId } from '../peer-limits.js';
 import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { unrefTimer } from '../platform/process.js';
 import { holderName, holdsFork, isExpectedHolder, mayUse, unknownRRef } from './holders.js';
@@ -141,7 +141,9 @@ export class OwnerSide {
         const target = this.owners.get(spec.target);
         if (target === undefined || !mayUse(target, caller, this.host)) return;
       }
-      if (this.openForCreation(rrefId, forkId, caller.name, holderName(caller)) !== undefined) this.arrivals.set(rrefId, request);
+      // The holder's name as the run keeps it (accountableName with the caller's origin, as createValue's scope gives it).
+      const holder = accountableName({ caller: caller.name, verified: caller.verified, origin: caller.origin });
+      if (this.openForCreation(rrefId, forkId, caller.name, holder) !== undefined) this.arrivals.set(rrefId, request);
     } catch {
       // Refused: the run refuses it again, with its error, in its reply.
     }
