@@ -8,7 +8,7 @@ import test from 'ava';
 import { RpcTimeoutError, RRefError } from '@tensorbus/core';
 import { RRef as RRefClass, type RRef } from '../src/index.js';
 import { addNumbers, sleep } from './fixtures/functions.js';
-import { confirmedAtStart, failToCreate, localValueOf, slowCounter } from './fixtures/rref-functions.js';
+import { confirmedAtStart, failToCreate, failToCreateAfter, localValueOf, rrefValue, slowCounter } from './fixtures/rref-functions.js';
 import { eventually, rrefsReleased, startGroup, stopAll, stopEverything, transportKinds } from './helpers.js';
 import { hostOf, RREFS } from '../src/internal.js';
 
@@ -66,6 +66,39 @@ for (const kind of transportKinds()) {
       tt.deepEqual(await a!.rpcSync('b', confirmedAtStart, [[ownedByCaller, ownedByThird, justMade]]), [true, true, true], `call ${i}`);
     }
     await Promise.all([ownedByCaller.release(), ownedByThird.release(), justMade.release()]);
+    await rrefsReleased(agents);
+    await stopAll(agents);
+  });
+
+  // Serial: its bound is a wall-clock promise, not to be shared with the file's concurrent groups starting.
+  test.serial(t('a value whose creation waits for its arguments is known from the creation\'s arrival: its forks are confirmed at once'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b', 'c'], SLACK);
+    const [a] = agents;
+    // b makes `made` from `slow`, so the creation of `made` waits 3 s on b for `slow`'s value (readiness).
+    const slow = a!.remote('b', sleep, [3_000, 'slow']);
+    const made = a!.remote('b', localValueOf, [slow]);
+    // Meanwhile c gets a fork of `made` (a -> b rref.forked, c -> b rref.fork): b knows the value and confirms it.
+    const started = Date.now();
+    tt.deepEqual(await a!.rpcSync('c', confirmedAtStart, [[made]]), [true]);
+    const took = Date.now() - started;
+    tt.true(took < 2_000, `c's fork was confirmed after ${took} ms: it waited for the creation to run`);
+    tt.is(await a!.rpcSync('c', rrefValue, [made]), 'slow', 'the fork reads the value once made');
+    await Promise.all([slow.release(), made.release()]);
+    await rrefsReleased(agents);
+    await stopAll(agents);
+  });
+
+  test(t('a value whose creation failed waiting for its arguments fails for every holder and leaves nothing behind'), async (tt) => {
+    const agents = await startGroup(kind, ['a', 'b', 'c'], SLACK);
+    const [a] = agents;
+    const failing = a!.remote('b', failToCreateAfter, [300]);
+    const made = a!.remote('b', localValueOf, [failing]);
+    // c's fork of `made` is confirmed while the creation waits; the creation then fails without running.
+    const error = await tt.throwsAsync(a!.rpcSync('c', rrefValue, [made]));
+    tt.is((error as RRefError).code, 'RREF_CREATION_FAILED', error!.message);
+    const own = await tt.throwsAsync(made.toHere());
+    tt.is((own as RRefError).code, 'RREF_CREATION_FAILED', own!.message);
+    await Promise.all([failing.release(), made.release()]);
     await rrefsReleased(agents);
     await stopAll(agents);
   });

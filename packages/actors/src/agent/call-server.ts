@@ -149,7 +149,7 @@ export class CallServer {
       if (request.kind !== CALL) {
         // A stream's RRef arguments are waited for as a call's are, and live as long as the stream, unless kept.
         const references = this.references;
-        await this.serve(message, request, context, caller, received, arrivedAt, received.length > 0 ? () => references.settled(received) : undefined);
+        await this.serve(message, request, context, caller, received, arrivedAt, received.length > 0 ? () => references.settled(received, request) : undefined);
         return;
       }
       // The RRefs a call carries live as long as the call, unless its function keeps them: those it received,
@@ -158,7 +158,7 @@ export class CallServer {
       try {
         await this.serve(message, request, { ...context, sent }, caller, received, arrivedAt);
       } finally {
-        if (received.length + sent.length > 0) this.references.settled([...received, ...sent]);
+        if (received.length + sent.length > 0) this.references.settled([...received, ...sent], request);
       }
     } finally {
       this.running--;
@@ -183,7 +183,7 @@ export class CallServer {
     let observed: ObservedServe | undefined;
     try {
       // A function starts only once the RRefs among its arguments are usable here (their values exist, their forks are confirmed).
-      if (received.length > 0) await this.references!.ready(received, caller);
+      if (received.length > 0) await this.references!.ready(received, caller, request);
       entry = lookupCallable(request.fn, this.name);
       const found = entry;
       const produce = () => found.invoke(request.args);

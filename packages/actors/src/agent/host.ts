@@ -61,10 +61,17 @@ export type CallWrapper = (meta: CallMeta, run: () => Promise<unknown>, args: un
  * their lifetimes follow the call and not the garbage collector.
  */
 export interface CallReferences {
-  /** Resolves once the references among a call's arguments are usable here, by `caller`; rejects to fail the call. */
-  ready(received: unknown[], caller: CallerIdentity): Promise<void>;
-  /** The call settled: what it received and what its result carried away are let go (unless kept). */
-  settled(references: unknown[]): void;
+  /**
+   * Resolves once the references among a call's arguments are usable here, by
+   * `caller`; rejects to fail the call. `request` is the call itself, for what
+   * must happen as it arrives, before the wait (an RRef creation opens its value).
+   */
+  ready(received: unknown[], caller: CallerIdentity, request: CallRequest): Promise<void>;
+  /**
+   * The call settled: what it received and what its result carried away are
+   * let go (unless kept); `request` is the call, when it was read.
+   */
+  settled(references: unknown[], request?: CallRequest): void;
 }
 
 /** Starts a stream's producer for an accepted STREAM request; `ended` (if given) runs once the stream is over, however it ends. */

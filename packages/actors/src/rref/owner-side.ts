@@ -10,12 +10,12 @@ import { RRefError } from '@tensorbus/core';
 import { errorToWire } from '@tensorbus/core/internal';
 import type { CallerIdentity } from '../agent/call-context.js';
 import type { AgentHost } from '../agent/host.js';
-import { isCurrentMember, isWireId } from '../peer-limits.js';
+import { accountableName, isCurrentMember, isWireId } from '../peer-limits.js';
 import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { unrefTimer } from '../platform/process.js';
-import { holderName, holdsFork, isExpectedHolder, unknownRRef } from './holders.js';
+import { holderName, holdsFork, isExpectedHolder, mayUse, unknownRRef } from './holders.js';
 import type { OwnerEntry, OwnerTable } from './owner-table.js';
-import type { DeleteMessage, ForkedMessage, ForkMessage, RRefWire } from './rref-protocol.js';
+import { checkCreateSpec, type DeleteMessage, type ForkedMessage, type ForkMessage, type RRefWire } from './rref-protocol.js';
 
 /** How long a fork waits for the creation of its value to reach the owner, ms. */
 export const FORK_WAIT_MS = 5_000;
@@ -27,6 +27,8 @@ export class OwnerSide {
   private readonly tombstones = new RecentSet<string>(TOMBSTONES);
   /** Entries awaiting their creation (see OwnerEntry.awaitingCreation) -> their expiry timers. */
   private readonly awaited = new Map<OwnerEntry, NodeJS.Timeout>();
+  /** Values opened as their creation request arrived (openOnArrival), not yet taken by its run: rrefId -> that request's metadata (one object per request). */
+  private readonly arrivals = new Map<string, object>();
 
   /** Serves the owner-side messages for the values in `owners`. */
   constructor(
@@ -92,10 +94,15 @@ export class OwnerSide {
    * kept under: see accountableName). Undefined when there is nothing to make:
    * the fork was deleted before the request arrived, or the value exists.
    */
-  openForCreation(rrefId: string, forkId: string | null, creator: string, holder = creator): OwnerEntry | undefined {
+  openForCreation(rrefId: string, forkId: string | null, creator: string, holder = creator, request?: object): OwnerEntry | undefined {
     // Ids are made by their creator, prefixed with its name: nobody can take another worker's id.
     if (!isWireId(rrefId) || !rrefId.startsWith(`${creator}.`) || (forkId !== null && !isWireId(forkId))) {
       throw new RRefError('RREF_CREATION_FAILED', `malformed RRef creation request from '${creator}'`);
+    }
+    // Opened by this very request as it arrived: its run makes the value.
+    if (request !== undefined && this.arrivals.get(rrefId) === request) {
+      this.arrivals.delete(rrefId);
+      return this.owners.get(rrefId);
     }
     if (forkId !== null && this.tombstones.has(`${rrefId}|${forkId}`)) return undefined;
     const existing = this.owners.get(rrefId);
@@ -112,6 +119,42 @@ export class OwnerSide {
     const opened = this.owners.open(rrefId, holder);
     this.owners.confirmUser(opened, forkId, holder);
     return opened;
+  }
+
+  /**
+   * A creation request arrived and waits for its RRef arguments to be usable
+   * (Readiness, docs/rref.md): its value is opened now, with the creator's
+   * fork, so that the forks its creator passes on meanwhile (`rref.forked`,
+   * then the new holders' `rref.fork`) are known at once instead of being
+   * answered `unknown` and asked again. Opened only when its run would open
+   * it: the same checks (spec, id, room, a target the caller may use), else
+   * nothing is kept and the run refuses the request as before. The request's
+   * run takes the entry (openForCreation with the same `request`); a request
+   * that ends without running gives it up (abandonArrival).
+   */
+  openOnArrival(args: unknown[], caller: CallerIdentity, request: object): void {
+    const [rrefId, forkId, spec] = args;
+    if (typeof rrefId !== 'string' || typeof forkId !== 'string' || this.owners.get(rrefId) !== undefined) return;
+    try {
+      checkCreateSpec(spec);
+      if ('target' in spec) {
+        const target = this.owners.get(spec.target);
+        if (target === undefined || !mayUse(target, caller, this.host)) return;
+      }
+      // The holder's name as the run keeps it (accountableName with the caller's origin, as createValue's scope gives it).
+      const holder = accountableName({ caller: caller.name, verified: caller.verified, origin: caller.origin });
+      if (this.openForCreation(rrefId, forkId, caller.name, holder) !== undefined) this.arrivals.set(rrefId, request);
+    } catch {
+      // Refused: the run refuses it again, with its error, in its reply.
+    }
+  }
+
+  /** A creation request that opened its value on arrival ended without running: the value fails, for every holder. */
+  abandonArrival(args: unknown[], request: object): void {
+    const rrefId = args[0];
+    if (typeof rrefId !== 'string' || this.arrivals.get(rrefId) !== request) return;
+    this.arrivals.delete(rrefId);
+    this.owners.get(rrefId)?.settle(undefined, new RRefError('RREF_CREATION_FAILED', `the creation of RRef ${rrefId.slice(0, 64)} was refused before it ran`));
   }
 
   /**
@@ -150,5 +193,6 @@ export class OwnerSide {
   clear(): void {
     for (const timer of this.awaited.values()) clearTimeout(timer);
     this.awaited.clear();
+    this.arrivals.clear();
   }
 }

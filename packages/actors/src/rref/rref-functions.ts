@@ -19,7 +19,7 @@ import { remoteMethodOf } from './remote-methods.js';
 import type { RRefManager } from './rref-manager.js';
 import { RREFS } from './rref-key.js';
 import { creationFailed } from './rref.js';
-import { BACKWARD_FN, CALL_FN, CREATE_FN, FETCH_FN, type CreateSpec } from './rref-protocol.js';
+import { BACKWARD_FN, CALL_FN, checkCreateSpec, CREATE_FN, FETCH_FN, type CreateSpec } from './rref-protocol.js';
 import { scalarRoot } from './rref-backward.js';
 import { isCheckpointable, restoreObject, saveObject } from './object-checkpoints.js';
 
@@ -49,27 +49,13 @@ export async function valueOf(entry: OwnerEntry): Promise<unknown> {
   return entry.value;
 }
 
-/** Highest restart number a creation request may carry (supervised.ts allows 1,000 restarts). */
-const MAX_RESTART = 1_000;
-
-function checkSpec(spec: unknown): asserts spec is CreateSpec {
-  const s = spec as Partial<{ fn: unknown; target: unknown; method: unknown; args: unknown }> | null;
-  const ok = s !== null && typeof s === 'object' && Array.isArray(s.args) && (typeof s.fn === 'string' || (typeof s.target === 'string' && typeof s.method === 'string'));
-  const { supervised, restart } = (s ?? {}) as Partial<{ supervised: unknown; restart: unknown }>;
-  if (supervised !== undefined && typeof supervised !== 'boolean') throw new RRefError('RREF_CREATION_FAILED', 'malformed RRef creation request: supervised');
-  if (restart !== undefined && !(Number.isInteger(restart) && (restart as number) >= 0 && (restart as number) <= MAX_RESTART)) {
-    throw new RRefError('RREF_CREATION_FAILED', 'malformed RRef creation request: restart');
-  }
-  if (!ok) throw new RRefError('RREF_CREATION_FAILED', 'malformed RRef creation request');
-}
-
 /** Makes the value of a new RRef on this worker (its owner) [remote()]. */
 export const createValue = remoteFunction(CREATE_FN, async (rrefId: string, forkId: string | null, spec: CreateSpec, returnValue?: unknown): Promise<unknown> => {
   const { plugin: rrefs, scope } = servingPlugin(RREFS, 'an RRef protocol function');
-  checkSpec(spec);
+  checkCreateSpec(spec);
   // A missing target fails before anything is kept for the new value.
   const target = 'target' in spec ? entryOf(rrefs, spec.target, scope) : undefined;
-  const entry = rrefs.openForCreation(rrefId, forkId, scope.caller, accountableName(scope));
+  const entry = rrefs.openForCreation(rrefId, forkId, scope.caller, accountableName(scope), scope.meta);
   if (!entry) return returnValue === true ? valueOf(entryOf(rrefs, rrefId, scope)) : null;
   try {
     let value: unknown;

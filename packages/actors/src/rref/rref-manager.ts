@@ -14,6 +14,7 @@ import { InvalidArgumentError, RRefError, SerializationError } from '@tensorbus/
 import { errorFromWire, errorToWire, waitAtMost, type WireError } from '@tensorbus/core/internal';
 import type { CallerIdentity } from '../agent/call-context.js';
 import type { ControlMessage } from '../agent/control.js';
+import type { CallRequest } from '../agent/call-protocol.js';
 import type { AgentHost, CallOptions, PluginLifecycle, WireContext } from '../agent/host.js';
 import type { WorkerInfo } from '../worker-info.js';
 import { isCurrentMember, isWireId, leaseTimer } from '../peer-limits.js';
@@ -78,8 +79,8 @@ export class RRefManager implements RRefHost, PluginLifecycle {
     });
     // Calls wait for their RRef arguments to be usable, and let go of the RRefs they carried when they settle.
     host.serveReferences({
-      ready: (received, caller) => this.argumentsReady(received, host.options.rpcTimeoutMs, caller),
-      settled: (references) => this.releaseCallRefs(references),
+      ready: (received, caller, request) => this.argumentsReady(received, host.options.rpcTimeoutMs, caller, request),
+      settled: (references, request) => this.releaseCallRefs(references, request),
     });
     this.sender = {
       request: (worker, message, timeoutMs) => host.requestControl(worker, message, timeoutMs),
@@ -291,7 +292,8 @@ export class RRefManager implements RRefHost, PluginLifecycle {
    * arrived in its arguments and those this worker returned in its result are
    * released, unless the function kept them.
    */
-  releaseCallRefs(refs: unknown[]): void {
+  releaseCallRefs(refs: unknown[], request?: CallRequest): void {
+    if (request?.fn === CREATE_FN) this.ownerSide.abandonArrival(request.args, request.meta);
     for (const rref of refs) {
       if (!(rref instanceof RRef) || rref.manager !== this || rref.handle.kept) continue;
       void this.release(rref as RRef<unknown>).catch(() => undefined);
@@ -304,7 +306,9 @@ export class RRefManager implements RRefHost, PluginLifecycle {
    * user fork is confirmed by its owner (or failed: its uses will say why).
    * Within `timeoutMs` (0 = no limit), else RpcTimeoutError.
    */
-  async argumentsReady(refs: unknown[], timeoutMs: number, caller?: CallerIdentity): Promise<void> {
+  async argumentsReady(refs: unknown[], timeoutMs: number, caller?: CallerIdentity, request?: CallRequest): Promise<void> {
+    // A creation's value is known from its arrival: forks of it are confirmed while its arguments become usable.
+    if (request?.fn === CREATE_FN && caller !== undefined) this.ownerSide.openOnArrival(request.args, caller, request.meta);
     const waits: Array<Promise<unknown>> = [];
     for (const rref of refs) {
       if (!(rref instanceof RRef) || rref.manager !== this) continue;
@@ -439,7 +443,7 @@ export class RRefManager implements RRefHost, PluginLifecycle {
   }
 
   /** Opens the value of a creation request (see OwnerSide.openForCreation). */
-  openForCreation(rrefId: string, forkId: string | null, creator: string, holder = creator): OwnerEntry | undefined {
-    return this.ownerSide.openForCreation(rrefId, forkId, creator, holder);
+  openForCreation(rrefId: string, forkId: string | null, creator: string, holder = creator, request?: object): OwnerEntry | undefined {
+    return this.ownerSide.openForCreation(rrefId, forkId, creator, holder, request);
   }
 }

@@ -19,7 +19,7 @@
  *   tb.rref.backward(rrefId, contextId, retain)   a backward pass from the value [RRef.backward]
  * @module
  */
-import { SerializationError } from '@tensorbus/core';
+import { RRefError, SerializationError } from '@tensorbus/core';
 import { isWireId } from '../peer-limits.js';
 
 /** Control kind: a user tells the owner it forked its fork on to another worker (before that worker confirms it). */
@@ -136,6 +136,21 @@ export type CreateSpec =
       restart?: number;
     }
   | { target: string; method: string; args: unknown[] };
+
+/** Highest restart number a creation request may carry (supervised.ts allows 1,000 restarts). */
+const MAX_RESTART = 1_000;
+
+/** Checks a creation request's spec from the wire; throws RRefError (RREF_CREATION_FAILED) when malformed. */
+export function checkCreateSpec(spec: unknown): asserts spec is CreateSpec {
+  const s = spec as Partial<{ fn: unknown; target: unknown; method: unknown; args: unknown }> | null;
+  const ok = s !== null && typeof s === 'object' && Array.isArray(s.args) && (typeof s.fn === 'string' || (typeof s.target === 'string' && typeof s.method === 'string'));
+  const { supervised, restart } = (s ?? {}) as Partial<{ supervised: unknown; restart: unknown }>;
+  if (supervised !== undefined && typeof supervised !== 'boolean') throw new RRefError('RREF_CREATION_FAILED', 'malformed RRef creation request: supervised');
+  if (restart !== undefined && !(Number.isInteger(restart) && (restart as number) >= 0 && (restart as number) <= MAX_RESTART)) {
+    throw new RRefError('RREF_CREATION_FAILED', 'malformed RRef creation request: restart');
+  }
+  if (!ok) throw new RRefError('RREF_CREATION_FAILED', 'malformed RRef creation request');
+}
 
 /** Attempts of an acknowledged control message before giving up. */
 export const CONTROL_ATTEMPTS = 8;
