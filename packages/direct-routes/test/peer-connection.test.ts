@@ -3,7 +3,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { Frame } from '@tensorbus/core';
 import { ConnectionPool } from '../src/direct/connection-pool.js';
 import { ReplySizeError } from '../src/direct/peer-replies.js';
-import { giveBackFrame, OP_RELEASE, REPLY_HEADER_BYTES, REPLY_OK, replyHeader } from '../src/direct/direct-protocol.js';
+import { CALL_HEAD_BYTES, giveBackFrame, OP_CALL, OP_RELEASE, REPLY_HEADER_BYTES, REPLY_OK, replyHeader, writeSize } from '../src/direct/direct-protocol.js';
 import { RequestParser, type DirectRequest } from '../src/direct/request-parser.js';
 import { segmentRefBytes, type SegmentRef } from '../src/shm/shared-segments.js';
 
@@ -113,4 +113,38 @@ test('peer connection - the data port reads the requester\'s give-back as the sa
   const malformed = Buffer.from(frame);
   malformed.writeUInt32BE(7, 1);
   t.throws(() => new RequestParser(() => undefined).feed(malformed), { message: /malformed give-back/ });
+});
+
+/** A CALL frame (head and body) as a requester writes it. */
+function callFrame(id: number, token: Buffer, subject: string, data: Buffer): Buffer {
+  const subjectBytes = Buffer.from(subject, 'utf8');
+  const head = Buffer.alloc(CALL_HEAD_BYTES + subjectBytes.length + 8);
+  head[0] = OP_CALL;
+  head.writeUInt32BE(id, 1);
+  token.copy(head, 5);
+  head.writeUInt16BE(subjectBytes.length, CALL_HEAD_BYTES - 2);
+  subjectBytes.copy(head, CALL_HEAD_BYTES);
+  writeSize(head, head.length - 8, data.length);
+  return Buffer.concat([head, data]);
+}
+
+test('peer connection - the data port reads each call\'s own route token and subject, on a connection whose calls change them', (t) => {
+  const got: Array<[string, string]> = [];
+  const admitted: Array<[string, string]> = [];
+  const parser = new RequestParser(
+    (request) => {
+      if (request.op !== 'call') return;
+      got.push([request.token, request.subject]);
+      request.data.release();
+    },
+    (token, subject) => (admitted.push([token, subject]), true),
+  );
+  const a = Buffer.alloc(16, 0xaa);
+  const b = Buffer.from(a);
+  b[15] = 0xab; // differs in its last byte only
+  const calls: Array<[Buffer, string]> = [[a, 'tb.call.w1'], [a, 'tb.call.w1'], [b, 'tb.call.w1'], [b, 'tb.call.w2'], [a, 'tb.ctl.w2'], [a, 'tb.call.w1'], [a, '']];
+  parser.feed(Buffer.concat(calls.map(([token, subject], i) => callFrame(i + 1, token, subject, body(3, i)))));
+  const expected = calls.map(([token, subject]) => [token.toString('hex'), subject]);
+  t.deepEqual(got, expected);
+  t.deepEqual(admitted, expected);
 });

@@ -128,7 +128,8 @@ export class CallServer {
         // tensor memory is already decoded.
         decoded = arrived ? arrived.decoder.result() : defaultCodec.decodePayload(message.payload ?? message.data, { host: this.host, peer: undefined, received });
         request = parseRequest(decoded);
-        context = { host: this.host, peer: request.meta.from };
+        // One context object per call, `sent` filled in below for a call with the RRef plugin (no copy of it per call).
+        context = { host: this.host, peer: request.meta.from, sent: undefined };
         // A hop that arrives before this worker heard of its caller would go unverified, uncounted by shutdown's barrier.
         const forming = this.awaitCaller?.(request.meta.from);
         if (forming !== undefined) await forming;
@@ -155,8 +156,9 @@ export class CallServer {
       // The RRefs a call carries live as long as the call, unless its function keeps them: those it received,
       // and those its result hands to the caller.
       const sent: unknown[] = [];
+      context.sent = sent;
       try {
-        await this.serve(message, request, { ...context, sent }, caller, received, arrivedAt);
+        await this.serve(message, request, context, caller, received, arrivedAt);
       } finally {
         if (received.length + sent.length > 0) this.references.settled([...received, ...sent], request);
       }

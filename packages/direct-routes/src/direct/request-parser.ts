@@ -43,12 +43,40 @@ export class MalformedRequestError extends TransportError {
 /** No bytes left over (shared: never written to). */
 const NOTHING = Buffer.alloc(0);
 
+/**
+ * The text of a field that repeats from one request to the next on a
+ * connection (a call's route token, its subject): decoded when its bytes
+ * change, reused while they are the same (compared byte for byte, no string
+ * made per call). The bytes kept are a copy of what this connection sent.
+ */
+class RepeatedText {
+  private bytes: Buffer = NOTHING;
+  private text = '';
+
+  constructor(private readonly encoding: 'hex' | 'utf8') {}
+
+  /** The text of `input[start, end)`. */
+  of(input: Buffer, start: number, end: number): string {
+    const kept = this.bytes;
+    const n = end - start;
+    let same = n === kept.length;
+    for (let i = 0; same && i < n; i++) same = input[start + i] === kept[i];
+    if (same) return this.text;
+    this.bytes = Buffer.from(input.subarray(start, end));
+    this.text = input.toString(this.encoding, start, end);
+    return this.text;
+  }
+}
+
 /** Feeds chunks in, gets requests out; throws MalformedRequestError on bytes that are not this protocol. */
 export class RequestParser {
   private pending: Buffer = NOTHING;
   private body: Body | undefined;
   /** Bytes of a refused call's body still to pass over (never buffered). */
   private skip = 0;
+  /** The route token and subject of the calls on this connection (the same, call after call). */
+  private readonly token = new RepeatedText('hex');
+  private readonly subject = new RepeatedText('utf8');
 
   /**
    * @param admit checked before a call's body is buffered: a call it refuses
@@ -102,8 +130,8 @@ export class RequestParser {
         const size = readSize(input, headEnd - 8);
         if (size > this.maxCallBytes) throw new MalformedRequestError(`a direct call declared ${size} bytes; the limit is ${this.maxCallBytes}`);
         const id = input.readUInt32BE(1);
-        const token = input.subarray(5, 5 + TOKEN_BYTES).toString('hex');
-        const subject = input.subarray(CALL_HEAD_BYTES, CALL_HEAD_BYTES + subjectBytes).toString('utf8');
+        const token = this.token.of(input, 5, 5 + TOKEN_BYTES);
+        const subject = this.subject.of(input, CALL_HEAD_BYTES, CALL_HEAD_BYTES + subjectBytes);
         input = input.subarray(headEnd);
         // Checked before anything is allocated: a call without a valid route costs no memory.
         if (!this.admit(token, subject)) {
@@ -121,8 +149,8 @@ export class RequestParser {
         this.emit({
           op: 'pulled',
           id: input.readUInt32BE(1),
-          token: input.subarray(5, 5 + TOKEN_BYTES).toString('hex'),
-          subject: input.subarray(CALL_HEAD_BYTES, subjectEnd).toString('utf8'),
+          token: this.token.of(input, 5, 5 + TOKEN_BYTES),
+          subject: this.subject.of(input, CALL_HEAD_BYTES, subjectEnd),
           offer: input.subarray(subjectEnd + 2, offerEnd).toString('utf8'),
           size: readSize(input, offerEnd),
         });
@@ -134,8 +162,8 @@ export class RequestParser {
         this.emit({
           op: 'shm',
           id: input.readUInt32BE(1),
-          token: input.subarray(5, 5 + TOKEN_BYTES).toString('hex'),
-          subject: input.subarray(CALL_HEAD_BYTES, subjectEnd).toString('utf8'),
+          token: this.token.of(input, 5, 5 + TOKEN_BYTES),
+          subject: this.subject.of(input, CALL_HEAD_BYTES, subjectEnd),
           ref: readSegmentRef(input, subjectEnd),
           filling: op === OP_CALL_FILLING,
         });
