@@ -9,7 +9,7 @@ import { TransportError } from '@tensorbus/core';
 import { bufferPoolStats } from '@tensorbus/core/internal';
 import { natsTransport, startNatsServer } from '@tensorbus/nats-transport';
 import {
-  CALL_HEAD_BYTES,
+  callHead,
   DirectClient,
   GET_BYTES,
   H_CHUNK,
@@ -18,13 +18,11 @@ import {
   H_SIZE,
   H_TRANSFER,
   hostId,
-  OP_CALL,
   OP_REPLY,
   parseOffer,
   REPLY_NO_ROUTE,
   REPLY_OK,
   replyHeader,
-  writeSize,
   type NatsTransport,
 } from '@tensorbus/nats-transport/internal';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
@@ -66,19 +64,6 @@ async function hostileServer(answer: (id: number, socket: Socket) => void, reque
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return { port: (server.address() as AddressInfo).port, connections: () => connections, server };
-}
-
-/** The head of an OP_CALL of `size` bytes on route `token` to `subject`. */
-function callHead(id: number, token: Buffer, subject: string, size: number): Buffer {
-  const subjectBytes = Buffer.from(subject);
-  const head = Buffer.alloc(CALL_HEAD_BYTES + subjectBytes.length + 8);
-  head[0] = OP_CALL;
-  head.writeUInt32BE(id, 1);
-  token.copy(head, 5);
-  head.writeUInt16BE(subjectBytes.length, CALL_HEAD_BYTES - 2);
-  subjectBytes.copy(head, CALL_HEAD_BYTES);
-  writeSize(head, head.length - 8, size);
-  return head;
 }
 
 const token = Buffer.alloc(16, 0xab);

@@ -3,7 +3,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { Frame } from '@tensorbus/core';
 import { ConnectionPool } from '../src/direct/connection-pool.js';
 import { ReplySizeError } from '../src/direct/peer-replies.js';
-import { CALL_HEAD_BYTES, giveBackFrame, OP_CALL, OP_RELEASE, REPLY_HEADER_BYTES, REPLY_OK, replyHeader, writeSize } from '../src/direct/direct-protocol.js';
+import { callHead, giveBackFrame, OP_RELEASE, REPLY_HEADER_BYTES, REPLY_OK, replyHeader } from '../src/direct/direct-protocol.js';
 import { RequestParser, type DirectRequest } from '../src/direct/request-parser.js';
 import { segmentRefBytes, type SegmentRef } from '../src/shm/shared-segments.js';
 
@@ -117,15 +117,7 @@ test('peer connection - the data port reads the requester\'s give-back as the sa
 
 /** A CALL frame (head and body) as a requester writes it. */
 function callFrame(id: number, token: Buffer, subject: string, data: Buffer): Buffer {
-  const subjectBytes = Buffer.from(subject, 'utf8');
-  const head = Buffer.alloc(CALL_HEAD_BYTES + subjectBytes.length + 8);
-  head[0] = OP_CALL;
-  head.writeUInt32BE(id, 1);
-  token.copy(head, 5);
-  head.writeUInt16BE(subjectBytes.length, CALL_HEAD_BYTES - 2);
-  subjectBytes.copy(head, CALL_HEAD_BYTES);
-  writeSize(head, head.length - 8, data.length);
-  return Buffer.concat([head, data]);
+  return Buffer.concat([callHead(id, token, subject, data.length), data]);
 }
 
 test('peer connection - the data port reads each call\'s own route token and subject, on a connection whose calls change them', (t) => {

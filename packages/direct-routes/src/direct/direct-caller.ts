@@ -6,7 +6,7 @@
  * @module
  */
 import { Frame, payloadFrame, RequestFailure, TransportError, WorkerUnavailableError, type Payload } from '@tensorbus/core';
-import { CALL_HEAD_BYTES, OP_CALL, OP_CALL_PULLED, REPLY_OK, writeSize, type DirectOffer } from './direct-protocol.js';
+import { callHead, REPLY_OK, type DirectOffer } from './direct-protocol.js';
 import type { Offered } from './direct-server.js';
 import { ConnectionPool } from './connection-pool.js';
 import type { PeerConnection } from './peer-connection.js';
@@ -15,24 +15,6 @@ import { ConnectionLostError, type ReplySinkFactory } from './peer-replies.js';
 /** The request was not delivered (no such route, or no connection): send it another way. */
 export class RouteUnavailableError extends TransportError {
   override readonly name = 'RouteUnavailableError';
-}
-
-/** The frame of a request of `size` bytes to `subject` on the route `token`; with `offer`, the responder pulls them. */
-function callHead(id: number, token: Buffer, subject: string, size: number, offer?: string): Buffer {
-  const subjectBytes = Buffer.from(subject, 'utf8');
-  const offerBytes = offer === undefined ? undefined : Buffer.from(offer, 'utf8');
-  const head = Buffer.allocUnsafe(CALL_HEAD_BYTES + subjectBytes.length + (offerBytes ? 2 + offerBytes.length : 0) + 8);
-  head[0] = offerBytes ? OP_CALL_PULLED : OP_CALL;
-  head.writeUInt32BE(id, 1);
-  token.copy(head, 5);
-  head.writeUInt16BE(subjectBytes.length, CALL_HEAD_BYTES - 2);
-  subjectBytes.copy(head, CALL_HEAD_BYTES);
-  if (offerBytes) {
-    head.writeUInt16BE(offerBytes.length, CALL_HEAD_BYTES + subjectBytes.length);
-    offerBytes.copy(head, CALL_HEAD_BYTES + subjectBytes.length + 2);
-  }
-  writeSize(head, head.length - 8, size);
-  return head;
 }
 
 /** What a broken connection means for a request on it, `delivered` or not. */

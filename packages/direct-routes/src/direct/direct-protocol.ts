@@ -141,6 +141,24 @@ export function getFrame(id: number, token: Buffer): Buffer {
   return frame;
 }
 
+/** The head of a request of `size` bytes to `subject` on the route `token` (OP_CALL; the bytes follow it), or with `offer` one the responder pulls (OP_CALL_PULLED). */
+export function callHead(id: number, token: Buffer, subject: string, size: number, offer?: string): Buffer {
+  const subjectBytes = Buffer.from(subject, 'utf8');
+  const offerBytes = offer === undefined ? undefined : Buffer.from(offer, 'utf8');
+  const head = Buffer.allocUnsafe(CALL_HEAD_BYTES + subjectBytes.length + (offerBytes ? 2 + offerBytes.length : 0) + 8);
+  head[0] = offerBytes ? OP_CALL_PULLED : OP_CALL;
+  head.writeUInt32BE(id, 1);
+  token.copy(head, 5);
+  head.writeUInt16BE(subjectBytes.length, CALL_HEAD_BYTES - 2);
+  subjectBytes.copy(head, CALL_HEAD_BYTES);
+  if (offerBytes) {
+    head.writeUInt16BE(offerBytes.length, CALL_HEAD_BYTES + subjectBytes.length);
+    offerBytes.copy(head, CALL_HEAD_BYTES + subjectBytes.length + 2);
+  }
+  writeSize(head, head.length - 8, size);
+  return head;
+}
+
 /** The header of a reply of `size` bytes (they follow it). */
 export function replyHeader(id: number, status: number, size: number): Buffer {
   const header = Buffer.allocUnsafe(REPLY_HEADER_BYTES);
