@@ -86,3 +86,19 @@ test.serial('nats accounts - peer bounds - callers from another account share on
   t.is((await createUnder(local!, 'w', names('d', 6))).made, 5, "the worker's own account's strangers have theirs");
   t.is(w.rrefStats().owners, 15);
 });
+
+test.serial('nats accounts - rref - a client of another account uses the RRef it created; a client of a third account cannot, knowing its id', async (t) => {
+  const namespace = `acct${process.pid}x${++groups}`;
+  const accounts = await startAccountsServer(namespace, 'w');
+  t.teardown(() => accounts.stop());
+  const w = await initRpc({ name: 'w', transport: accounts.connect('svc'), heartbeatMs: 100, failureTimeoutMs: 1_000 });
+  t.teardown(() => stopAll([w]));
+  const connections = await Promise.all((['c1', 'c2'] as const).map((user) => accounts.connect(user)));
+  t.teardown(() => Promise.all(connections.map((transport) => transport.close())));
+  const [c1, c2] = connections.map(stranger) as [CallClient, CallClient];
+  await c1.call('w', 'tb.rref.create', ['k1.x.1', 'k1.f.1', { fn: 'tf.ones', args: [[3]] }], { from: 'k1' });
+  const fetched = (await c1.call('w', 'tb.rref.fetch', ['k1.x.1'], { from: 'k1' })) as tf.Tensor;
+  t.deepEqual([...(await fetched.data())], [1, 1, 1], 'its creator, through its account, fetches the value');
+  fetched.dispose();
+  await t.throwsAsync(c2.call('w', 'tb.rref.fetch', ['k1.x.1'], { from: 'k1' }), { message: /holds no RRef k1\.x\.1/ }, 'another account, claiming the same name, is told the id is unknown');
+});

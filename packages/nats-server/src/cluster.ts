@@ -2,7 +2,7 @@
  * A cluster of nats-servers on loopback, for scale-out tests.
  * @module
  */
-import { freePort } from './free-port.js';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { startNatsServer, type NatsServer } from './start-nats-server.js';
 
 /** A running cluster. */
@@ -27,8 +27,10 @@ export interface NatsCluster {
  */
 export async function startNatsCluster(options: { size?: number; config?: string; jetstream?: boolean } = {}): Promise<NatsCluster> {
   const size = options.size ?? 3;
-  const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
-  const monitorPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  // All at once, so no two of them are the same port (each is held until all are known).
+  const ports = await freePorts(2 * size);
+  const routePorts = ports.slice(0, size);
+  const monitorPorts = ports.slice(size);
   const routes = routePorts.map((p) => `nats-route://127.0.0.1:${p}`);
   const servers = await Promise.all(
     routePorts.map((routePort, i) =>
@@ -58,11 +60,30 @@ export async function startNatsCluster(options: { size?: number; config?: string
   };
 }
 
+/** `n` distinct free ports: each is listened on until all are, then all are let go. */
+async function freePorts(n: number): Promise<number[]> {
+  const held: Server[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const server = createServer();
+      held.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', resolve);
+      });
+    }
+    return held.map((server) => (server.address() as AddressInfo).port);
+  } finally {
+    await Promise.all(held.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
+}
+
 /** Polls each server's monitoring endpoint until it reports `expected` routes. */
 async function waitForRoutes(monitorPorts: number[], expected: number, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  let counts: number[] = [];
   while (Date.now() < deadline) {
-    const counts = await Promise.all(
+    counts = await Promise.all(
       monitorPorts.map(async (port) => {
         try {
           const response = await fetch(`http://127.0.0.1:${port}/routez`);
@@ -76,7 +97,7 @@ async function waitForRoutes(monitorPorts: number[], expected: number, timeoutMs
     if (counts.every((n) => n >= expected)) return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(`the NATS cluster's routes did not come up within ${timeoutMs} ms`);
+  throw new Error(`the NATS cluster's routes did not come up within ${timeoutMs} ms: routes per node ${counts.join(', ')} of ${expected} (0 also when a node's monitoring port does not answer)`);
 }
 
 /** Polls each server's `/jsz` until every one knows the JetStream cluster's meta leader (streams can be made then). */

@@ -122,7 +122,7 @@ export class ControlChannel {
       if (Array.isArray(decoded) && decoded[0] === ENVELOPE) {
         const [, body, from, auth] = decoded as [string, unknown, unknown, unknown];
         if (!(body instanceof Uint8Array) || !isWorkerName(from)) throw new Error('malformed envelope');
-        sender = { name: from, verified: this.auth?.check(from, CONTROL_KIND, '', auth, body) ?? false };
+        sender = { name: from, verified: this.auth?.check(from, CONTROL_KIND, '', auth, body) ?? false, ...(inbound.origin === undefined ? {} : { origin: inbound.origin }) };
         decoded = decodeWithoutTensors(body);
       }
       message = decoded as ControlMessage;

@@ -10,8 +10,10 @@
  * Holders are kept under the caller's accountable name (peer-limits.ts): a
  * member's own name only when its call's MAC showed it, so an unverified
  * caller that claims a member's name is never that member. An unverified
- * holder (a client of another account through an import) is known by its
- * claim only: for it, the 128 random bits of the ids are the protection.
+ * holder is known by what it cannot choose: the NATS account it came through
+ * (`?<account>`, a client of another account through an import), or `?here`
+ * for this worker's own account; among the callers of one account, the 128
+ * random bits of the ids are the protection.
  * @module
  */
 import { RRefError } from '@tensorbus/core';
@@ -25,9 +27,9 @@ export function unknownRRef(owner: string, rrefId: unknown): RRefError {
   return new RRefError('RREF_OWNER_LOST', `worker '${owner}' holds no RRef ${shown} (released, its creation failed, or it never existed)`);
 }
 
-/** The name a caller's forks are kept under (see the module comment). */
+/** The name a caller's forks are kept under (see the module comment): a caller from another account by that account, as its creations are. */
 export function holderName(caller: CallerIdentity): string {
-  return accountableName({ caller: caller.name, verified: caller.verified });
+  return accountableName({ caller: caller.name, verified: caller.verified, origin: caller.origin });
 }
 
 /** True when `caller` holds a confirmed fork of `entry`, or is the owner itself, shown. */

@@ -141,8 +141,8 @@ export class OwnerSide {
         const target = this.owners.get(spec.target);
         if (target === undefined || !mayUse(target, caller, this.host)) return;
       }
-      // The holder's name as the run keeps it (accountableName with the caller's origin, as createValue's scope gives it).
-      const holder = accountableName({ caller: caller.name, verified: caller.verified, origin: caller.origin });
+      // The holder's name as the run keeps it (with the caller's origin, as createValue's scope gives it).
+      const holder = holderName(caller);
       if (this.openForCreation(rrefId, forkId, caller.name, holder) !== undefined) this.arrivals.set(rrefId, request);
     } catch {
       // Refused: the run refuses it again, with its error, in its reply.

@@ -37,7 +37,7 @@ function serving(): { rrefs: RRefManager; scope: CallScope } {
  */
 export function entryOf(rrefs: RRefManager, rrefId: unknown, scope: CallScope): OwnerEntry {
   const entry = isWireId(rrefId) ? rrefs.owners.get(rrefId) : undefined;
-  if (!entry || !mayUse(entry, { name: scope.caller, verified: scope.verified }, scope.host)) throw unknownRRef(rrefs.selfName, rrefId);
+  if (!entry || !mayUse(entry, { name: scope.caller, verified: scope.verified, origin: scope.origin }, scope.host)) throw unknownRRef(rrefs.selfName, rrefId);
   entry.lastUsed = Date.now();
   return entry;
 }

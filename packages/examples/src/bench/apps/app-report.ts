@@ -64,6 +64,12 @@ function cell(results: AppResult[], caseId: string, system: AppResult['system'])
   return `${rate(r.perSecond)}/s${spread}`;
 }
 
+/** PyTorch's RL rate, with this build's over the same length of training when that ran. */
+function pytorchCell(results: AppResult[]): string {
+  const timed = cell(results, 'rl', 'timed');
+  return timed === '—' ? cell(results, 'rl', 'pytorch') : `${cell(results, 'rl', 'pytorch')}<br>tensorbus, same length: ${timed}`;
+}
+
 /** The application section of the markdown report (empty when the cases did not run). */
 export function appSection(apps: AppReport | undefined): string[] {
   if (!apps || apps.results.length === 0) return [];
@@ -84,7 +90,7 @@ export function appSection(apps: AppReport | undefined): string[] {
       cell(apps.results, c.id, 'tensorbus'),
       cell(apps.results, c.id, 'polling'),
       cell(apps.results, c.id, 'baseline'),
-      c.id === 'rl' ? `${cell(apps.results, c.id, 'pytorch')}<br>tensorbus, same length: ${cell(apps.results, c.id, 'timed')}` : '—',
+      c.id === 'rl' ? pytorchCell(apps.results) : '—',
       Number.isFinite(vsPolling) ? formatRatio(vsPolling) : '—',
       Number.isFinite(vsBaseline) ? formatRatio(vsBaseline) : '—',
       Number.isFinite(vsTorch) ? formatRatio(vsTorch) : '—',
