@@ -2,7 +2,7 @@
  * A cluster of nats-servers on loopback, for scale-out tests.
  * @module
  */
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { freePorts } from './free-port.js';
 import { startNatsServer, type NatsServer } from './start-nats-server.js';
 
 /** A running cluster. */
@@ -58,24 +58,6 @@ export async function startNatsCluster(options: { size?: number; config?: string
       await Promise.all(servers.map((s) => s.stop()));
     },
   };
-}
-
-/** `n` distinct free ports: each is listened on until all are, then all are let go. */
-async function freePorts(n: number): Promise<number[]> {
-  const held: Server[] = [];
-  try {
-    for (let i = 0; i < n; i++) {
-      const server = createServer();
-      held.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', resolve);
-      });
-    }
-    return held.map((server) => (server.address() as AddressInfo).port);
-  } finally {
-    await Promise.all(held.map((server) => new Promise((resolve) => server.close(resolve))));
-  }
 }
 
 /** Polls each server's monitoring endpoint until it reports `expected` routes. */

@@ -2,20 +2,29 @@
  * Free TCP ports on the loopback interface.
  * @module
  */
-import { createServer, createConnection } from 'node:net';
+import { createServer, createConnection, type AddressInfo, type Server } from 'node:net';
 
 /** A TCP port on 127.0.0.1 that nothing listens on now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
+export async function freePort(): Promise<number> {
+  return (await freePorts(1))[0]!;
+}
+
+/** `n` distinct TCP ports on 127.0.0.1 that nothing listens on now: each is held until all are known, then all are let go. */
+export async function freePorts(n: number): Promise<number[]> {
+  const held: Server[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const server = createServer();
+      held.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', resolve);
+      });
+    }
+    return held.map((server) => (server.address() as AddressInfo).port);
+  } finally {
+    await Promise.all(held.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
 }
 
 /** Resolves once something accepts connections on 127.0.0.1:`port`, or rejects after `timeoutMs`. */

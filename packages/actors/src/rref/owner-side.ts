@@ -10,7 +10,7 @@ import { RRefError } from '@tensorbus/core';
 import { errorToWire } from '@tensorbus/core/internal';
 import type { CallerIdentity } from '../agent/call-context.js';
 import type { AgentHost } from '../agent/host.js';
-import { accountableName, isCurrentMember, isWireId } from '../peer-limits.js';
+import { isCurrentMember, isWireId } from '../peer-limits.js';
 import { RecentSet, TOMBSTONES } from '../recent-set.js';
 import { unrefTimer } from '../platform/process.js';
 import { holderName, holdsFork, isExpectedHolder, mayUse, unknownRRef } from './holders.js';
