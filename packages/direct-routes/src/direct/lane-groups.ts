@@ -87,7 +87,8 @@ export function writeStriped(writers: FrameWriter[], id: number, body: Frame | D
   };
   for (let i = 0; i < parts.length; i++) {
     const { offset, length } = parts[i]!;
-    const ok = writers[i]!.write(partHeader(id, body.byteLength, offset, length), payloadRange(body, offset, length), written);
+    // Each part from a pool thread where it can be, so the parts' kernel work runs on several cores.
+    const ok = writers[i]!.write(partHeader(id, body.byteLength, offset, length), payloadRange(body, offset, length), written, true);
     // Only the first can fail (the body was released before): none was written then.
     if (!ok) return false;
   }
