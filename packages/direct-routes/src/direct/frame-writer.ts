@@ -169,15 +169,20 @@ export class FrameWriter {
     }
     this.fromPool++;
     POOL_WRITE!(fd, all, (errno, done) => {
-      // Closed meanwhile, or failed under the pool's write: the connection cannot stay in step.
-      if (this.socket.destroyed) return written(new Error('the connection closed under a pool write'));
-      if (errno !== 0) return written(new Error(`a pool write failed (errno ${errno})`));
-      const rest = viewsAfter(all, done);
-      if (rest.length === 0) return written();
       try {
-        this.writeViews(rest, written);
-      } catch (error) {
-        written(error as Error);
+        // Closed meanwhile, or failed under the pool's write: the connection cannot stay in step.
+        if (this.socket.destroyed) return written(new Error('the connection closed under a pool write'));
+        if (errno !== 0) return written(new Error(`a pool write failed (errno ${errno})`));
+        const rest = viewsAfter(all, done);
+        if (rest.length === 0) return written();
+        try {
+          this.writeViews(rest, written);
+        } catch (error) {
+          written(error as Error);
+        }
+      } catch {
+        // Called from the addon: whatever went wrong fails this connection, never the process.
+        this.socket.destroy();
       }
     });
     return true;
