@@ -5,7 +5,7 @@ import type { DeferredBytes } from '@tensorbus/core';
 import { partHeader, PART_HEADER_BYTES, replyHeader, REPLY_OK } from '../src/direct/direct-protocol.js';
 import { FrameWriter } from '../src/direct/frame-writer.js';
 import { partsOf, writeStriped } from '../src/direct/lane-groups.js';
-import { POOL_WRITE } from '../src/direct/pool-writes.js';
+import { POOL_WRITE } from '../src/direct/heap-writes.js';
 import { loadAddon } from '../src/shm/shm-native.js';
 
 /** Deferred bytes of `length` whose byte i is (i * 31 + seed) & 0xff, readable in place (views), counting their holds. */

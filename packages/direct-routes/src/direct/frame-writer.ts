@@ -19,8 +19,7 @@ import type { Socket } from 'node:net';
 import { Frame, type DeferredBytes, type Payload } from '@tensorbus/core';
 import { holdPayload } from '@tensorbus/core/internal';
 import { COALESCE_BYTES } from './direct-protocol.js';
-import { WRITE_FROM_HEAP } from './heap-writes.js';
-import { POOL_WRITE, POOL_WRITE_MAX_VIEWS, socketFd } from './pool-writes.js';
+import { POOL_WRITE, POOL_WRITE_MAX_VIEWS, socketFd, WRITE_FROM_HEAP } from './heap-writes.js';
 
 /** The writer's hold on a body: readable until released (once written, or once the connection fails). */
 type Held = ReturnType<typeof holdPayload>;
@@ -33,7 +32,7 @@ interface Queued {
   header: Buffer;
   body: Held;
   onWritten: (() => void) | undefined;
-  /** Written from a thread of libuv's pool where it can be (pool-writes.ts). */
+  /** Written from a thread of libuv's pool where it can be (heap-writes.ts). */
   pooled: boolean;
 }
 
@@ -73,7 +72,7 @@ export class FrameWriter {
    * deferred body can no longer be read (its maker released it already).
    * `pooled`: a deferred body written from where it lies is written from a
    * thread of libuv's pool where this process can (a part of a striped
-   * reply, pool-writes.ts).
+   * reply, heap-writes.ts).
    */
   write(header: Buffer, body: Payload, onWritten?: () => void, pooled = false): boolean {
     let owned: Queued['body'];

@@ -3,7 +3,7 @@
  * scripts/build-native.mjs). Optional: without it, or with
  * `TENSORBUS_SHM=0`, same-host transfers use TCP; without it, the parts of
  * striped replies are written from the event loop's thread
- * (../direct/pool-writes.ts).
+ * (../direct/heap-writes.ts).
  * @module
  */
 import { existsSync } from 'node:fs';
