@@ -6,7 +6,11 @@
  * (`DeferredBytes.views`, `heap-writes.ts`); otherwise
  * it is copied piece by piece into a few chunk buffers, each refilled once
  * the socket has taken it, so a 400 MB reply needs 8 MiB of buffers instead
- * of 400 MB. Frames that come while one streams wait for it.
+ * of 400 MB. Frames that come while one streams wait for it. A body
+ * written from where it lies and marked `pooled` (a part of a striped
+ * reply) is written from a thread of libuv's pool where this process can,
+ * its rest (what the send buffer did not take) by the socket after it
+ * (heap-writes.ts).
  *
  * A frame or deferred body is held (core's `holdPayload`, as the transport
  * holds a request's payload) when `write` is called — while its maker surely
