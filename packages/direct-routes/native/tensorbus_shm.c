@@ -5,7 +5,6 @@
  *   open(pid, fd, size, uid) -> ArrayBuffer       another process's segment, through /proc/<pid>/fd/<fd>:
  *                                                 only an anonymous memory file (memfd) owned by uid, of exactly size bytes
  *   close(fd)                                     closes a segment's file descriptor
- *   writev(fd, views, callback)                   writes to a socket from a pool thread (pool_writes.c)
  *
  * A mapping is unmapped when its ArrayBuffer is garbage-collected; a
  * segment's memory is freed when its creator has closed the descriptor and
@@ -165,16 +164,13 @@ static napi_value close_fd(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-napi_value pool_writev(napi_env env, napi_callback_info info);
-
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor properties[] = {
       {"create", NULL, create, NULL, NULL, NULL, napi_default, NULL},
       {"open", NULL, open_segment, NULL, NULL, NULL, napi_default, NULL},
       {"close", NULL, close_fd, NULL, NULL, NULL, napi_default, NULL},
-      {"writev", NULL, pool_writev, NULL, NULL, NULL, napi_default, NULL},
   };
-  if (napi_define_properties(env, exports, 4, properties) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 3, properties) != napi_ok) return NULL;
   return exports;
 }
 

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// Builds the addon (native/tensorbus_shm.c: shared memory; native/pool_writes.c:
-// socket writes from libuv's pool) with the machine's C
+// Builds the shared-memory addon (native/tensorbus_shm.c) with the machine's C
 // compiler against Node's own headers. Optional: without it, same-host
 // transfers use TCP. Never fails the build; says what happened in one line.
 import { execFileSync } from 'node:child_process';
@@ -9,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
-const sourceFiles = ['tensorbus_shm.c', 'pool_writes.c'].map((file) => join(packageDir, 'native', file));
+const sourceFile = join(packageDir, 'native', 'tensorbus_shm.c');
 const outputFile = join(packageDir, 'native', 'build', 'tensorbus_shm.node');
 const say = (text) => console.log(`[tensorbus] ${text}`);
 
@@ -25,7 +24,7 @@ function headerDir() {
 
 function build() {
   if (process.platform !== 'linux') return 'shared memory needs Linux (memfd): same-host transfers use TCP';
-  if (existsSync(outputFile) && sourceFiles.every((file) => statSync(outputFile).mtimeMs >= statSync(file).mtimeMs)) return undefined;
+  if (existsSync(outputFile) && statSync(outputFile).mtimeMs >= statSync(sourceFile).mtimeMs) return undefined;
   const headers = headerDir();
   if (!headers) return "Node's headers (node_api.h) not found: install them (Debian: apt-get install libnode-dev) for the shared-memory data plane; same-host transfers use TCP";
   mkdirSync(dirname(outputFile), { recursive: true });
@@ -35,7 +34,7 @@ function build() {
   let why = 'no C compiler (cc, gcc, clang or g++)';
   for (const [compiler, ...language] of compilers) {
     try {
-      execFileSync(compiler, [...flags, ...language, ...sourceFiles, '-o', outputFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+      execFileSync(compiler, [...flags, ...language, sourceFile, '-o', outputFile], { stdio: ['ignore', 'ignore', 'pipe'] });
       why = undefined;
       break;
     } catch (error) {

@@ -6,11 +6,7 @@
  * (`DeferredBytes.views`, `heap-writes.ts`); otherwise
  * it is copied piece by piece into a few chunk buffers, each refilled once
  * the socket has taken it, so a 400 MB reply needs 8 MiB of buffers instead
- * of 400 MB. Frames that come while one streams wait for it. A body
- * written from where it lies and marked `pooled` (a part of a striped
- * reply) is written from a thread of libuv's pool where this process can,
- * its rest (what the send buffer did not take) by the socket after it
- * (heap-writes.ts).
+ * of 400 MB. Frames that come while one streams wait for it.
  *
  * A frame or deferred body is held (core's `holdPayload`, as the transport
  * holds a request's payload) when `write` is called — while its maker surely
@@ -23,7 +19,7 @@ import type { Socket } from 'node:net';
 import { Frame, type DeferredBytes, type Payload } from '@tensorbus/core';
 import { holdPayload } from '@tensorbus/core/internal';
 import { COALESCE_BYTES } from './direct-protocol.js';
-import { POOL_WRITE, POOL_WRITE_MAX_VIEWS, socketFd, WRITE_FROM_HEAP } from './heap-writes.js';
+import { WRITE_FROM_HEAP } from './heap-writes.js';
 
 /** The writer's hold on a body: readable until released (once written, or once the connection fails). */
 type Held = ReturnType<typeof holdPayload>;
@@ -36,21 +32,6 @@ interface Queued {
   header: Buffer;
   body: Held;
   onWritten: (() => void) | undefined;
-  /** Written from a thread of libuv's pool where it can be (heap-writes.ts). */
-  pooled: boolean;
-}
-
-/** What is left of `views` (laid end to end) after their first `skip` bytes. */
-function viewsAfter(views: Uint8Array[], skip: number): Uint8Array[] {
-  const rest: Uint8Array[] = [];
-  for (const view of views) {
-    if (skip >= view.byteLength) skip -= view.byteLength;
-    else {
-      rest.push(skip > 0 ? view.subarray(skip) : view);
-      skip = 0;
-    }
-  }
-  return rest;
 }
 
 /** Gives up the writer's hold on a queued body. */
@@ -65,8 +46,6 @@ export class FrameWriter {
   private chunks: Uint8Array[] | undefined;
   /** Deferred bodies written from where their bytes lie, not through the chunk buffers. */
   fromHeap = 0;
-  /** Of those, the ones a thread of libuv's pool began to write. */
-  fromPool = 0;
 
   constructor(private readonly socket: Socket) {}
 
@@ -74,11 +53,8 @@ export class FrameWriter {
    * Writes `header` then `body`; `onWritten` is told once the socket has
    * taken all of it. Returns false (and writes nothing) when a frame or a
    * deferred body can no longer be read (its maker released it already).
-   * `pooled`: a deferred body written from where it lies is written from a
-   * thread of libuv's pool where this process can (a part of a striped
-   * reply, heap-writes.ts).
    */
-  write(header: Buffer, body: Payload, onWritten?: () => void, pooled = false): boolean {
+  write(header: Buffer, body: Payload, onWritten?: () => void): boolean {
     let owned: Queued['body'];
     try {
       owned = holdPayload(body);
@@ -90,15 +66,15 @@ export class FrameWriter {
         letGo(owned);
         return true;
       }
-      this.waiting.push({ header, body: owned, onWritten, pooled });
+      this.waiting.push({ header, body: owned, onWritten });
       return true;
     }
-    this.start({ header, body: owned, onWritten, pooled });
+    this.start({ header, body: owned, onWritten });
     return true;
   }
 
-  private start({ header, body, onWritten, pooled }: Queued): void {
-    if (!(body.data instanceof Frame)) return this.stream(header, body.data, body, onWritten, pooled);
+  private start({ header, body, onWritten }: Queued): void {
+    if (!(body.data instanceof Frame)) return this.stream(header, body.data, body, onWritten);
     const bytes = body.data.bytes;
     const written = (error?: Error | null) => {
       // The socket no longer reads the memory, written or failed.
@@ -140,7 +116,7 @@ export class FrameWriter {
    * having written nothing, where the body gives no views or the socket
    * would keep them queued in JavaScript.
    */
-  private writeInPlace(header: Buffer, body: DeferredBytes, owned: Held, onWritten: (() => void) | undefined, pooled: boolean): boolean {
+  private writeInPlace(header: Buffer, body: DeferredBytes, owned: Held, onWritten: (() => void) | undefined): boolean {
     if (!WRITE_FROM_HEAP || this.socket.writableLength > 0 || this.socket.connecting) return false;
     let views: Uint8Array[] | undefined;
     try {
@@ -164,44 +140,17 @@ export class FrameWriter {
       }
       this.next();
     };
-    const all = [header, ...views];
-    const fd = pooled && POOL_WRITE && all.length <= POOL_WRITE_MAX_VIEWS ? socketFd(this.socket) : undefined;
-    if (fd === undefined) {
-      this.writeViews(all, written);
-      return true;
-    }
-    this.fromPool++;
-    POOL_WRITE!(fd, all, (errno, done) => {
-      try {
-        // Closed meanwhile, or failed under the pool's write: the connection cannot stay in step.
-        if (this.socket.destroyed) return written(new Error('the connection closed under a pool write'));
-        if (errno !== 0) return written(new Error(`a pool write failed (errno ${errno})`));
-        const rest = viewsAfter(all, done);
-        if (rest.length === 0) return written();
-        try {
-          this.writeViews(rest, written);
-        } catch (error) {
-          written(error as Error);
-        }
-      } catch {
-        // Called from the addon: whatever went wrong fails this connection, never the process.
-        this.socket.destroy();
-      }
-    });
-    return true;
-  }
-
-  /** Hands `views` to the socket in one corked write; `written` is told once it has taken them. */
-  private writeViews(views: Uint8Array[], written: (error?: Error | null) => void): void {
     this.socket.cork();
+    this.socket.write(header);
     for (let i = 0; i < views.length - 1; i++) this.socket.write(views[i]!);
     this.socket.write(views[views.length - 1]!, written);
     this.socket.uncork();
+    return true;
   }
 
-  private stream(header: Buffer, body: DeferredBytes, owned: Held, onWritten: (() => void) | undefined, pooled: boolean): void {
+  private stream(header: Buffer, body: DeferredBytes, owned: Held, onWritten: (() => void) | undefined): void {
     this.streaming = true;
-    if (this.writeInPlace(header, body, owned, onWritten, pooled)) return;
+    if (this.writeInPlace(header, body, owned, onWritten)) return;
     this.chunks ??= Array.from({ length: CHUNKS }, () => new Uint8Array(CHUNK_BYTES));
     const free = [...this.chunks];
     let position = 0;

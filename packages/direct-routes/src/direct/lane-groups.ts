@@ -87,8 +87,7 @@ export function writeStriped(writers: FrameWriter[], id: number, body: Frame | D
   };
   for (let i = 0; i < parts.length; i++) {
     const { offset, length } = parts[i]!;
-    // Each part from a pool thread where it can be, so the parts' kernel work runs on several cores.
-    const ok = writers[i]!.write(partHeader(id, body.byteLength, offset, length), payloadRange(body, offset, length), written, true);
+    const ok = writers[i]!.write(partHeader(id, body.byteLength, offset, length), payloadRange(body, offset, length), written);
     // Only the first can fail (the body was released before): none was written then.
     if (!ok) return false;
   }

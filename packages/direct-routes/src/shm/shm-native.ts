@@ -1,9 +1,7 @@
 /**
- * Loads the addon (native/tensorbus_shm.c and native/pool_writes.c, built by
+ * Loads the shared-memory addon (native/tensorbus_shm.c, built by
  * scripts/build-native.mjs). Optional: without it, or with
- * `TENSORBUS_SHM=0`, same-host transfers use TCP; without it, the parts of
- * striped replies are written from the event loop's thread
- * (../direct/heap-writes.ts).
+ * `TENSORBUS_SHM=0`, same-host transfers use TCP.
  * @module
  */
 import { existsSync } from 'node:fs';
@@ -22,28 +20,16 @@ export interface ShmBinding {
   open(pid: number, fd: number, size: number, uid: number): ArrayBuffer;
   /** Closes a segment's descriptor. */
   close(fd: number): void;
-  /**
-   * Writes `views` in order to the socket `fd` (duplicated first) from a
-   * thread of libuv's pool, as much as its send buffer takes now; then
-   * `done(errno, written)` (errno 0: no error). The views' memory must stay
-   * put until then.
-   */
-  writev?(fd: number, views: Uint8Array[], done: (errno: number, written: number) => void): void;
 }
 
 const ADDON_PATH = fileURLToPath(new URL('../../../native/build/tensorbus_shm.node', import.meta.url));
 
 let loaded: { binding?: ShmBinding; reason?: string } | undefined;
 
-/** The addon for shared memory, or why it cannot be used here (`TENSORBUS_SHM=0` included). */
+/** The addon, or why it cannot be used here. */
 export function loadShm(): { binding?: ShmBinding; reason?: string } {
-  if (process.env.TENSORBUS_SHM === '0') return { reason: 'turned off (TENSORBUS_SHM=0)' };
-  return loadAddon();
-}
-
-/** The addon, whatever it is used for, or why it cannot be loaded here. */
-export function loadAddon(): { binding?: ShmBinding; reason?: string } {
   if (loaded) return loaded;
+  if (process.env.TENSORBUS_SHM === '0') return (loaded = { reason: 'turned off (TENSORBUS_SHM=0)' });
   if (process.platform !== 'linux') return (loaded = { reason: 'shared memory needs Linux' });
   if (!existsSync(ADDON_PATH)) return (loaded = { reason: 'the addon is not built (npm run build builds it where a C compiler and Node headers exist)' });
   try {

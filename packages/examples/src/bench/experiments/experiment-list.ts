@@ -57,14 +57,6 @@ export const EXPERIMENTS: readonly Experiment[] = [
     placements: ['two-hosts', 'two-hosts-netem'],
   },
   {
-    name: 'pool-writes',
-    mechanism: 'The parts of a striped reply (between hosts, 1-64 MiB) are written to their sockets from threads of libuv\'s pool instead of the event loop\'s thread (TENSORBUS_POOL_WRITES=0 off).',
-    on: {},
-    off: { TENSORBUS_POOL_WRITES: '0' },
-    cases: [MB4, MB40],
-    placements: ['two-hosts'],
-  },
-  {
     name: 'filling',
     mechanism: 'A large deferred frame is announced before it is in its shared-memory segment and read while it is copied in (TENSORBUS_SHM_FILLING=0 off).',
     on: {},
