@@ -99,7 +99,7 @@ export async function runPytorchRl(seconds: number): Promise<number> {
  */
 export async function runApps(current: Build, baseline: Build | undefined, options: { quick: boolean; pytorch: boolean }): Promise<AppResult[]> {
   const results: AppResult[] = [];
-  const runsEach = options.quick ? 1 : 3;
+  const runsEach = options.quick ? 1 : 5;
   for (const c of APP_CASES) {
     const polling: Build = { ...current, label: `${current.label}, TENSORBUS_BUSY_POLL_US=500`, env: { ...current.env, TENSORBUS_BUSY_POLL_US: '500' } };
     const builds: Array<[AppResult['system'], Build]> = [['tensorbus', current], ['polling', polling], ...(baseline ? [['baseline', baseline] as [AppResult['system'], Build]] : [])];
