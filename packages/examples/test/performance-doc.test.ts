@@ -62,13 +62,13 @@ test('bench doc - a recorded full run writes tables, chart and sentences whose f
   const quoted = [...text.matchAll(/4 MB[^|\n]*?(\d[\d.]*) ms/g)].map((m) => `${m[1]} ms`);
   const browsers = ['tab-to-node', 'node-to-tab', 'tensorbus-nats-bus'];
   // The two-host figures are other systems', as are the browser table's (a tab each way, Node to Node through the bus alone).
-  const others = [torch4, ...['tensorbus-2hosts', 'pytorch-2hosts', 'tensorbus-nats-polling', ...browsers].map((system) => asTime(median('4MB', system)))];
+  const others = [torch4, ...['tensorbus-2hosts', 'pytorch-2hosts', 'tensorbus-nats-no-poll', ...browsers].map((system) => asTime(median('4MB', system)))];
   t.deepEqual([...new Set(quoted.filter((q) => !others.includes(q)))], [nats4], 'one tensorbus 4 MB figure in the whole generated part');
   const noop = asTime(median('noop', 'tensorbus-nats'));
   t.true(text.includes(`**No-op round trip:** ${noop} against`), `no-op ${noop}`);
-  const polling = asTime(median('noop', 'tensorbus-nats-polling'));
-  t.true(text.includes(`**Busy polling on** (\`TENSORBUS_BUSY_POLL_US=500\`; off by default; same run): no-op ${polling},`), `no-op with polling ${polling}`);
-  t.true(row.split(' | ')[2] === asTime(median('4MB', 'tensorbus-nats-polling')), 'the table has a column for the run with polling, beside the default');
+  const noPoll = asTime(median('noop', 'tensorbus-nats-no-poll'));
+  t.true(text.includes(`**Busy polling off** (\`TENSORBUS_BUSY_POLL_US=0\`; on by default; same run): no-op ${noPoll},`), `no-op without polling ${noPoll}`);
+  t.true(row.split(' | ')[2] === asTime(median('4MB', 'tensorbus-nats-no-poll')), 'the table has a column for the run without polling, beside the default');
   // Ten ratio targets and the peak memory of the driver and the callee.
   const failed = targets.filter((x) => x.system === 'tensorbus-nats' && x.status !== 'PASS').length;
   t.true(text.includes(`over NATS (two processes, the deployment): ${12 - failed} of 12 targets pass`), 'the summary counts the targets of the run');

@@ -90,7 +90,7 @@ if (options.systems.has('pytorch') || options.systems.has('pytorch-2hosts')) {
 const microCases = [...options.cases].some((id) => id !== APPS_ID);
 let nats: NatsServer | undefined;
 const browsers = BROWSER_SYSTEMS.some((id) => options.systems.has(id));
-if (microCases && (browsers || (['tensorbus-nats', 'tensorbus-nats-polling', 'nats'] as const).some((id) => options.systems.has(id)))) {
+if (microCases && (browsers || (['tensorbus-nats', 'tensorbus-nats-no-poll', 'nats'] as const).some((id) => options.systems.has(id)))) {
   // The browser systems' tabs reach it over WebSocket (loopback, no TLS), with the same max_payload.
   nats = await startNatsServer({ maxPayload: NATS_MAX_PAYLOAD, ...(browsers ? { websocket: { quiet: true } } : {}) });
   console.log(`nats-server ${versionInfo['nats-server'] ?? ''} on ${nats.url}${nats.wsUrl ? ` and ${nats.wsUrl}` : ''}, max_payload ${NATS_MAX_PAYLOAD / (1 << 20)} MB`);

@@ -7,7 +7,7 @@
  *   --baseline <rev>    the git revision whose build the application cases also run on (default
  *                       {@link DEFAULT_BASELINE}); built in a worktree under .bench/ (apps/baseline-build.ts)
  *   --no-baseline       the application cases on this build only
- *   --systems a,b,...   systems to run: tensorbus-nats, tensorbus-nats-polling, tensorbus-local, nats, grpc, tcp, pytorch,
+ *   --systems a,b,...   systems to run: tensorbus-nats, tensorbus-nats-no-poll, tensorbus-local, nats, grpc, tcp, pytorch,
  *                       tensorbus-2hosts, pytorch-2hosts, tab-to-node, node-to-tab, tensorbus-nats-bus
  *   --out <dir>         where the JSON, markdown and SVG go (default out/bench)
  *   --doc <file>        the markdown whose generated part the run rewrites (default docs/performance.md

@@ -5,9 +5,9 @@
  * `bench-anchors/pytorch-rl/` (its `main.py` with world size 5: one agent, 4
  * observers), each from a fresh set of processes and timed from the start of
  * training: no warm-up for either side. This build also runs with busy
- * polling on (`TENSORBUS_BUSY_POLL_US=500`; off by default), in the same
+ * polling off (`TENSORBUS_BUSY_POLL_US=0`; on by default), in the same
  * rotation: polling must never cost an application (issue 38), and the
- * column shows what it would.
+ * column beside the default shows whether it does.
  * @module
  */
 import { spawn } from 'node:child_process';
@@ -31,11 +31,11 @@ export interface Build {
 export interface AppResult {
   caseId: AppCase['id'];
   /**
-   * `tensorbus`, `polling` (this build, busy polling on), `baseline`,
+   * `tensorbus`, `no-poll` (this build, busy polling off), `baseline`,
    * `pytorch`, or `timed`: this build's RL example for as long as PyTorch's
    * runs (`--max-seconds`), the figure PyTorch's is compared with.
    */
-  system: 'tensorbus' | 'polling' | 'baseline' | 'pytorch' | 'timed';
+  system: 'tensorbus' | 'no-poll' | 'baseline' | 'pytorch' | 'timed';
   /** Median over the runs, per second. */
   perSecond?: number;
   runs?: number[];
@@ -101,8 +101,8 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
   const results: AppResult[] = [];
   const runsEach = options.quick ? 1 : 5;
   for (const c of APP_CASES) {
-    const polling: Build = { ...current, label: `${current.label}, TENSORBUS_BUSY_POLL_US=500`, env: { ...current.env, TENSORBUS_BUSY_POLL_US: '500' } };
-    const builds: Array<[AppResult['system'], Build]> = [['tensorbus', current], ['polling', polling], ...(baseline ? [['baseline', baseline] as [AppResult['system'], Build]] : [])];
+    const noPoll: Build = { ...current, label: `${current.label}, TENSORBUS_BUSY_POLL_US=0`, env: { ...current.env, TENSORBUS_BUSY_POLL_US: '0' } };
+    const builds: Array<[AppResult['system'], Build]> = [['tensorbus', current], ['no-poll', noPoll], ...(baseline ? [['baseline', baseline] as [AppResult['system'], Build]] : [])];
     const rates = new Map<AppResult['system'], number[]>(builds.map(([s]) => [s, []]));
     const failed = new Map<AppResult['system'], string>();
     for (let r = 0; r < runsEach; r++) {

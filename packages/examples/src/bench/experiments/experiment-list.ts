@@ -43,7 +43,7 @@ const MB40: ExperimentCase = { id: '40MB', kind: 'latency', bytes: 40 * MB };
 const MB400: ExperimentCase = { id: '400MB', kind: 'latency', bytes: 400 * MB };
 const RREF: ExperimentCase = { id: 'rref', kind: 'rref' };
 const RL: ExperimentCase = { id: 'RL example', kind: 'rl' };
-/** What every busy-polling experiment runs: small calls and the RL example, on one host (polling is a same-host matter); each turns polling on (off by default) in A, and its rules' experiments in B too. */
+/** What every busy-polling experiment runs: small calls and the RL example, on one host (polling is a same-host matter); polling is on by default, so A is the default. */
 const POLLING_RUNS = { cases: [NOOP, KB4, RREF, RL], placements: ['one-host'] as Placement[] };
 
 /** Every experiment, by name. */
@@ -82,16 +82,23 @@ export const EXPERIMENTS: readonly Experiment[] = [
   },
   {
     name: 'busy-poll',
-    mechanism: 'After a send on a direct route the event loop polls for 500 µs (TENSORBUS_BUSY_POLL_US=500; off by default).',
-    on: { TENSORBUS_BUSY_POLL_US: '500' },
+    mechanism: 'After a send on a direct route the event loop polls for 500 µs (off: TENSORBUS_BUSY_POLL_US=0).',
+    on: {},
     off: { TENSORBUS_BUSY_POLL_US: '0' },
     ...POLLING_RUNS,
   },
   {
     name: 'poll-backoff',
     mechanism: 'After 3 polling windows in a row without an answer, polling stops for 1, 2, 4 ... 1024 sends (off: TENSORBUS_EXPERIMENT_POLL_BACKOFF=0).',
-    on: { TENSORBUS_BUSY_POLL_US: '500' },
-    off: { TENSORBUS_BUSY_POLL_US: '500', TENSORBUS_EXPERIMENT_POLL_BACKOFF: '0' },
+    on: {},
+    off: { TENSORBUS_EXPERIMENT_POLL_BACKOFF: '0' },
+    ...POLLING_RUNS,
+  },
+  {
+    name: 'poll-starved',
+    mechanism: 'A polling window that spent under half its wall time on CPU (its core was taken by runnable peers) stops polling for 100 ms, doubling to 3.2 s while the probes after it starve too (off: TENSORBUS_EXPERIMENT_POLL_STARVED=0).',
+    on: {},
+    off: { TENSORBUS_EXPERIMENT_POLL_STARVED: '0' },
     ...POLLING_RUNS,
   },
 ];

@@ -42,8 +42,8 @@ export function runsCase(system: NodeSystem, c: { id: string; kind: CaseKind }):
   return system.kinds.has(c.kind) && (system.caseIds === undefined || system.caseIds.has(c.id));
 }
 
-/** What the reference system with busy polling on runs: the cases a poll window can matter to. */
-const NO_POLL_CASES: ReadonlySet<string> = new Set(['noop', '4KB', '4MB', 'rref', 'autograd']);
+/** What the reference system with busy polling off runs: the cases a poll window can matter to. */
+const REFERENCE_CASES: ReadonlySet<string> = new Set(['noop', '4KB', '4MB', 'rref', 'autograd']);
 
 const PEER_KINDS: ReadonlySet<CaseKind> = new Set(['latency', 'rate']);
 const TENSORBUS_KINDS: ReadonlySet<CaseKind> = new Set(['latency', 'rate', 'rref', 'autograd']);
@@ -83,16 +83,16 @@ export async function startNodeSystem(id: NodeSystemId, nats: NatsEndpoint | und
   };
   switch (id) {
     case 'tensorbus-nats':
-    case 'tensorbus-nats-polling': {
-      const env = id === 'tensorbus-nats' ? natsEnv() : { ...natsEnv(), TENSORBUS_BUSY_POLL_US: '500', TENSORBUS_BENCH_NAMESPACE: 'polling' };
-      const callee = await BenchChild.start({ label: id === 'tensorbus-nats' ? 'tensorbus callee' : 'tensorbus callee (polling on)', script: 'systems/tensorbus-callee.js', env });
-      const caller = await BenchChild.start({ label: id === 'tensorbus-nats' ? 'tensorbus driver' : 'tensorbus driver (polling on)', script: 'systems/tensorbus-caller.js', args: ['--transport', 'nats'], env });
+    case 'tensorbus-nats-no-poll': {
+      const env = id === 'tensorbus-nats' ? natsEnv() : { ...natsEnv(), TENSORBUS_BUSY_POLL_US: '0', TENSORBUS_BENCH_NAMESPACE: 'nopoll' };
+      const callee = await BenchChild.start({ label: id === 'tensorbus-nats' ? 'tensorbus callee' : 'tensorbus callee (polling off)', script: 'systems/tensorbus-callee.js', env });
+      const caller = await BenchChild.start({ label: id === 'tensorbus-nats' ? 'tensorbus driver' : 'tensorbus driver (polling off)', script: 'systems/tensorbus-caller.js', args: ['--transport', 'nats'], env });
       const started = system(id, caller, [callee], TENSORBUS_KINDS, [
         { role: 'driver', pid: caller.pid },
         { role: 'callee', pid: callee.pid },
         { role: 'nats-server', pid: nats!.pid },
       ]);
-      return id === 'tensorbus-nats' ? started : { ...started, caseIds: NO_POLL_CASES };
+      return id === 'tensorbus-nats' ? started : { ...started, caseIds: REFERENCE_CASES };
     }
     case 'tensorbus-nats-bus': {
       // The direct plane off: 4 MB goes through the nats-server, as between a tab and a Node worker.

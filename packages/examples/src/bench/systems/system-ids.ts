@@ -8,7 +8,7 @@
 /** Every system, in the order the tables print them. */
 export const SYSTEM_IDS = [
   'tensorbus-nats',
-  'tensorbus-nats-polling',
+  'tensorbus-nats-no-poll',
   'tensorbus-local',
   'nats',
   'grpc',
@@ -28,11 +28,11 @@ export type SystemId = (typeof SYSTEM_IDS)[number];
 export const TENSORBUS_SYSTEMS: readonly SystemId[] = ['tensorbus-nats', 'tensorbus-local'];
 
 /**
- * tensorbus over NATS with busy polling on (`TENSORBUS_BUSY_POLL_US=500`;
- * off by default), on the small cases and the protocols: shown beside the
- * default for what polling would buy, with no ratios or targets of its own.
+ * tensorbus over NATS with busy polling off (`TENSORBUS_BUSY_POLL_US=0`; on
+ * by default), on the small cases and the protocols: shown beside the
+ * default for what polling buys, with no ratios or targets of its own.
  */
-export const REFERENCE_SYSTEMS: readonly SystemId[] = ['tensorbus-nats-polling'];
+export const REFERENCE_SYSTEMS: readonly SystemId[] = ['tensorbus-nats-no-poll'];
 
 /** The peers tensorbus is compared with on one host. */
 export const PEER_SYSTEMS: readonly SystemId[] = ['nats', 'grpc', 'tcp', 'pytorch'];
@@ -54,7 +54,7 @@ export const BROWSER_CASE_IDS: ReadonlySet<string> = new Set(['noop', '4MB']);
 /** Names as the tables print them. */
 export const SYSTEM_LABELS: Record<SystemId, string> = {
   'tensorbus-nats': 'tensorbus (NATS, 2 processes)',
-  'tensorbus-nats-polling': 'tensorbus (NATS, 2 processes, busy polling on)',
+  'tensorbus-nats-no-poll': 'tensorbus (NATS, 2 processes, busy polling off)',
   'tensorbus-local': 'tensorbus (in-process)',
   nats: 'raw NATS request/reply',
   grpc: 'gRPC-js unary, raw bytes',
@@ -70,7 +70,7 @@ export const SYSTEM_LABELS: Record<SystemId, string> = {
 /** Short names for table columns. */
 export const SYSTEM_SHORT: Record<SystemId, string> = {
   'tensorbus-nats': 'tensorbus NATS',
-  'tensorbus-nats-polling': 'tensorbus NATS, polling on',
+  'tensorbus-nats-no-poll': 'tensorbus NATS, polling off',
   'tensorbus-local': 'tensorbus local',
   nats: 'raw NATS',
   grpc: 'gRPC-js',
