@@ -4,12 +4,15 @@ import { fileURLToPath } from 'node:url';
 import { Frame, InvalidArgumentError } from '@tensorbus/core';
 import { natsTransport } from '@tensorbus/nats-transport';
 import type { NatsTransport } from '@tensorbus/nats-transport/internal';
-import { busyPoll, LONG_WAIT_SHARE, MAX_BUSY_POLL_US, PROBE_EVERY } from '../src/direct/busy-poll.js';
+import { busyPoll, DEFAULT_BUSY_POLL_US, LONG_WAIT_SHARE, MAX_BUSY_POLL_US, PROBE_EVERY } from '../src/direct/busy-poll.js';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 
 const RESPONDER = fileURLToPath(new URL('./fixtures/paced-responder.js', import.meta.url));
 const SLOW_MS = 25;
 const WINDOW_US = 10_000;
+
+// This process polls whatever else runs on the host (the host's roster is tested in host-pollers.test).
+busyPoll.coresCheck = { spare: () => true };
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -106,17 +109,32 @@ test.serial('busy poll - polling starts again once answers come quickly after a 
   await stopsPolling(t);
 });
 
-test.serial('busy poll - off by default: a process given no window replies on its direct routes without ever polling', async (t) => {
+/** The responder's busy polling: its window and counts. */
+async function responderPolling(requester: NatsTransport): Promise<{ windowUs: number; hits: number; misses: number; slow: number; skipped: number; crowded: number }> {
+  const reply = await requester.request('poll-stats', Frame.of(new Uint8Array([0])), { timeoutMs: 10_000 });
+  const stats = JSON.parse(new TextDecoder().decode(reply.bytes)) as Awaited<ReturnType<typeof responderPolling>>;
+  reply.release();
+  return stats;
+}
+
+test.serial('busy poll - on by default: a process given no window weighs a window after each reply it sends', async (t) => {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.TENSORBUS_BUSY_POLL_US;
   const requester = await requesterAndResponder(t, env);
+  await requests(requester, 'fast', 300);
+  const stats = await responderPolling(requester);
+  t.is(stats.windowUs, DEFAULT_BUSY_POLL_US);
+  t.true(DEFAULT_BUSY_POLL_US > 0);
+  // Each reply opened a window, or was kept from one by a rule (the host crowded, answers slow, a backoff).
+  t.true(stats.hits + stats.misses + stats.crowded + stats.slow + stats.skipped >= 1, JSON.stringify(stats));
+});
+
+test.serial('busy poll - TENSORBUS_BUSY_POLL_US=0 turns it off: replies on the direct routes, never a window', async (t) => {
+  const requester = await requesterAndResponder(t, { ...process.env, TENSORBUS_BUSY_POLL_US: '0' });
   const direct = requester.directStats.calls;
   await requests(requester, 'fast', 300);
   t.is(requester.directStats.calls - direct, 300, 'the responder replied on the direct route');
-  const reply = await requester.request('poll-stats', Frame.of(new Uint8Array([0])), { timeoutMs: 10_000 });
-  const stats = JSON.parse(new TextDecoder().decode(reply.bytes)) as { windowUs: number; hits: number; misses: number; slow: number; skipped: number };
-  reply.release();
-  t.deepEqual(stats, { windowUs: 0, hits: 0, misses: 0, slow: 0, skipped: 0 }, 'no send opened, skipped or considered a window');
+  t.deepEqual(await responderPolling(requester), { windowUs: 0, hits: 0, misses: 0, slow: 0, skipped: 0, crowded: 0 }, 'no send opened, skipped or considered a window');
 });
 
 test('busy poll - a window out of range is refused before anything connects', async (t) => {

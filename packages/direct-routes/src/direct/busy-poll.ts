@@ -24,20 +24,22 @@
  * compute) so spends almost nothing on it. See docs/data-plane.md, "Busy
  * polling".
  *
- * Off by default ({@link DEFAULT_BUSY_POLL_US} is 0): in an application of
- * more processes than cores (the RL example: five on two) the windows cost
- * CPU on every step and made it no faster, since the checks above cannot
- * see that the core a window takes is the one a peer is about to need. Two
- * processes on a machine with cores to spare (the no-op benchmark) gain
- * from it: `TENSORBUS_BUSY_POLL_US=500` or `direct: { busyPollUs: 500 }`
- * turns it on (docs/data-plane.md, "Busy polling", has the figures).
+ * Windows open only while this host has a core for every process that
+ * polls ({@link HostPollers}, `host-pollers.ts`): when the processes outnumber
+ * the cores (the RL example's five on two), a window takes the core a peer
+ * is about to need, which the checks above cannot see from inside one
+ * process, and the application is slower with polling than without. Two
+ * processes on a machine with cores to spare (the no-op benchmark) gain from
+ * it. On by default ({@link DEFAULT_BUSY_POLL_US});
+ * `TENSORBUS_BUSY_POLL_US=0` or `direct: { busyPollUs: 0 }` turns it off.
  * @module
  */
 import { performance } from 'node:perf_hooks';
 import { InvalidArgumentError } from '@tensorbus/core';
+import { HostPollers } from './host-pollers.js';
 
-/** Default window, µs: 0, polling off (`TENSORBUS_BUSY_POLL_US`, e.g. 500, turns it on; see the module's comment). */
-export const DEFAULT_BUSY_POLL_US = 0;
+/** Default window, µs (`TENSORBUS_BUSY_POLL_US=0` turns polling off; see the module's comment). */
+export const DEFAULT_BUSY_POLL_US = 500;
 /**
  * No window opens while answers take, on average, longer than this share of
  * the window: polling through a wait that long costs the machine more CPU
@@ -68,6 +70,13 @@ export interface BusyPollStats {
   skipped: number;
   /** Sends that opened no window because answers have been taking long (see {@link LONG_WAIT_SHARE}). */
   slow: number;
+  /** Sends that opened no window because this host's polling processes outnumber its cores. */
+  crowded: number;
+}
+
+/** Whether this host has a core for every process that polls (a {@link HostPollers}; a fake one in tests). */
+export interface CoresSpare {
+  spare(now: number): boolean;
 }
 
 /** The busy polling of one process (one event loop): see the module's comment. */
@@ -82,7 +91,7 @@ export class BusyPoll {
   private skipLeft = 0;
   /** The next backoff after misses (reset by a hit). */
   private nextSkip = 1;
-  private readonly counts: BusyPollStats = { hits: 0, misses: 0, skipped: 0, slow: 0 };
+  private readonly counts: BusyPollStats = { hits: 0, misses: 0, skipped: 0, slow: 0, crowded: 0 };
   /** Running average of the time from a send to the next bytes that arrive (at most the window), of answers that landed in a window, ms. */
   private averageWaitMs = 0;
   /** The time of the first send not yet answered, and whether its wait is being polled through (so timed). */
@@ -92,7 +101,11 @@ export class BusyPoll {
   private sinceProbe = 0;
   private readonly tick = () => this.onTick();
 
-  constructor(windowUs: number) {
+  /** `windowUs`: the window (0: off); `cores`: whether this host has a core for every polling process (the host's roster unless a test gives one). */
+  constructor(
+    windowUs: number,
+    private cores: CoresSpare = new HostPollers(),
+  ) {
     this.windowMs = checkBusyPollUs(windowUs) / 1000;
   }
 
@@ -104,6 +117,16 @@ export class BusyPoll {
   /** Sets the window, µs (0 turns polling off; at most {@link MAX_BUSY_POLL_US}). */
   set windowUs(us: number) {
     this.windowMs = checkBusyPollUs(us) / 1000;
+  }
+
+  /** @internal Replaces the check of spare cores (tests whose processes must poll whatever else runs on the host). */
+  set coresCheck(cores: CoresSpare) {
+    this.cores = cores;
+  }
+
+  /** Enters this host's roster of polling processes, if polling is on (a transport's start; the first send would otherwise). */
+  enterRoster(): void {
+    if (this.windowMs > 0) this.cores.spare(performance.now());
   }
 
   /** True while the loop is kept polling. */
@@ -127,6 +150,10 @@ export class BusyPoll {
       if (first) this.timing = true;
       // An open window is not stretched over answers known to take long: it ends as it would have.
       if (!slow) this.deadline = now + this.windowMs;
+      return;
+    }
+    if (!this.cores.spare(now)) {
+      this.counts.crowded++;
       return;
     }
     if (slow && ++this.sinceProbe < PROBE_EVERY) {

@@ -56,7 +56,7 @@ function processSegments(): SharedSegments | undefined {
   if (segmentsOfProcess) return segmentsOfProcess;
   const { binding, reason } = loadShm();
   if (!told && process.env.TENSORBUS_QUIET !== '1') {
-    const polling = busyPoll.windowUs > 0 ? `busy polling ${busyPoll.windowUs} µs after each send (TENSORBUS_BUSY_POLL_US=0 turns it off)` : 'no busy polling';
+    const polling = busyPoll.windowUs > 0 ? `busy polling ${busyPoll.windowUs} µs after each send while this host's polling processes are no more than its cores (TENSORBUS_BUSY_POLL_US=0 turns it off)` : 'no busy polling';
     process.stderr.write(`[tensorbus] same-host direct calls: ${binding ? 'shared memory' : `TCP (shared memory unavailable: ${reason})`}; ${polling}\n`);
   }
   told = true;
@@ -124,6 +124,8 @@ export class DirectPlane {
    */
   static async start(options: DirectOptions, { stallTimeoutMs, maxTransferBytes = 2 ** 31 - 1, confined = false }: DirectPlaneLimits): Promise<DirectPlane> {
     if (options.busyPollUs !== undefined) busyPoll.windowUs = options.busyPollUs;
+    // The host's other processes count this one from its start, not from its first send.
+    busyPoll.enterRoster();
     const segments = options.sharedMemory === false ? undefined : processSegments();
     let listen = options;
     if (confined && !(isLoopback(options.host ?? '127.0.0.1') && isLoopback(options.advertise ?? options.host ?? '127.0.0.1'))) {

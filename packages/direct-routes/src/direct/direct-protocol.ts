@@ -243,9 +243,9 @@ export interface DirectOptions {
    * After sending a request or a reply on a direct route, keep the process's
    * event loop polling for this long, µs, so an answer that comes soon is read
    * as it lands rather than after the CPU has idled and woken again (default
-   * 0, off; 500 suits two processes with cores to spare;
-   * `TENSORBUS_BUSY_POLL_US` sets the default). It backs
-   * off by itself when answers come late. One setting per
+   * 500; 0 turns it off; `TENSORBUS_BUSY_POLL_US` sets the default). No
+   * window opens while this host's polling processes outnumber its cores,
+   * and polling backs off by itself when answers come late. One setting per
    * process: the last transport started sets it. See docs/data-plane.md.
    */
   busyPollUs?: number;

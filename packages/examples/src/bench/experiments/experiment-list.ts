@@ -94,13 +94,6 @@ export const EXPERIMENTS: readonly Experiment[] = [
     off: { TENSORBUS_EXPERIMENT_POLL_BACKOFF: '0' },
     ...POLLING_RUNS,
   },
-  {
-    name: 'poll-starved',
-    mechanism: 'A polling window that spent under half its wall time on CPU (its core was taken by runnable peers) stops polling for 100 ms, doubling to 3.2 s while the probes after it starve too (off: TENSORBUS_EXPERIMENT_POLL_STARVED=0).',
-    on: {},
-    off: { TENSORBUS_EXPERIMENT_POLL_STARVED: '0' },
-    ...POLLING_RUNS,
-  },
 ];
 
 /** The experiment called `name`; throws with the known names otherwise. */
