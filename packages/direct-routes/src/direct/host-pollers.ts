@@ -67,13 +67,18 @@ export class HostPollers {
   spare(now: number): boolean {
     if (now - this.countedAt >= ROSTER_REFRESH_MS) {
       this.countedAt = now;
-      this.lastCount = this.count();
+      this.lastCount = this.count(this.cores + 1);
     }
-    return !this.failed && this.lastCount <= this.cores;
+    return this.lastCount <= this.cores;
   }
 
-  /** Live processes in the roster, this one included; entries of processes that are gone are removed. */
-  count(): number {
+  /**
+   * Live processes in the roster, this one included, counted up to `upTo`
+   * (the check of cores stops at one more than there are, so a crowded host
+   * costs each count at most that many liveness checks); entries of processes
+   * that are gone, met on the way, are removed.
+   */
+  count(upTo = Infinity): number {
     this.enter();
     if (this.failed) return Infinity;
     let names: string[];
@@ -85,6 +90,7 @@ export class HostPollers {
     }
     let live = 0;
     for (const name of names) {
+      if (live >= upTo) break;
       const pid = Number(name);
       if (!/^[1-9]\d{0,9}$/.test(name)) continue;
       if (pid === this.pid || alive(pid)) {
