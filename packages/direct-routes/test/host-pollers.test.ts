@@ -1,6 +1,6 @@
 import test from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BusyPoll } from '../src/direct/busy-poll.js';
@@ -82,4 +82,18 @@ test('busy poll - no window opens while the host has no core spare; one opens on
   poll.sent();
   t.true(poll.active, 'a core each: the window opens');
   poll.windowUs = 0;
+});
+
+test('host pollers - a roster folder others may write in, or a link in place of an entry, is not used: no core spare', (t) => {
+  const open = roster();
+  mkdirSync(open, { mode: 0o777 });
+  chmodSync(open, 0o777);
+  t.false(new HostPollers(open, 64).spare(0), 'a folder anyone may write in');
+  const linked = roster();
+  mkdirSync(linked, { mode: 0o700 });
+  const victim = join(mkdtempSync(join(tmpdir(), 'tb-pollers-')), 'victim');
+  writeFileSync(victim, 'keep');
+  symlinkSync(victim, join(linked, String(process.pid)));
+  t.false(new HostPollers(linked, 64).spare(0), 'an entry that is a link');
+  t.is(readFileSync(victim, 'utf8'), 'keep', 'nothing was written through the link');
 });

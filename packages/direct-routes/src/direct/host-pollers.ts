@@ -10,7 +10,8 @@
  * see that from inside its own process. So each process that sends on a
  * direct route (from its transport's start) enters a roster the processes of one user on one host share:
  * an empty file named by its process id in a folder of the temporary
- * directory (`tensorbus-pollers-<uid>`, mode 0700), removed when the process
+ * directory (`tensorbus-pollers-<uid>`, mode 0700, used only when this user
+ * owns it and nobody else may write in it), removed when the process
  * exits. Counting the roster's live entries (a file whose process is gone, a
  * `kill -9`'s, is removed by the next count) and comparing with the cores
  * (`os.availableParallelism()`) says whether cores are spare.
@@ -21,7 +22,7 @@
  * cores count as not spare (polling stays off).
  * @module
  */
-import { mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -121,7 +122,17 @@ export class HostPollers {
     if (this.entered || this.failed) return;
     try {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-      writeFileSync(join(this.dir, String(this.pid)), '');
+      // A folder of the shared temporary directory made by someone else (or a link) is not used: what
+      // another user put in it could make this process write through a link of theirs.
+      const folder = lstatSync(this.dir);
+      const uid = typeof process.getuid === 'function' ? process.getuid() : folder.uid;
+      if (!folder.isDirectory() || folder.uid !== uid || (folder.mode & 0o022) !== 0) throw new Error('roster folder not private');
+      try {
+        // Created, never followed: an entry that exists (this pid's, left by a process killed earlier) is reused.
+        writeFileSync(join(this.dir, String(this.pid)), '', { flag: 'wx' });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !lstatSync(join(this.dir, String(this.pid))).isFile()) throw error;
+      }
       this.entered = true;
       process.once('exit', () => this.leave());
     } catch {
