@@ -92,8 +92,8 @@ export class HostPollers {
     let live = 0;
     for (const name of names) {
       if (live >= upTo) break;
-      const pid = Number(name);
       if (!/^[1-9]\d{0,9}$/.test(name)) continue;
+      const pid = Number(name);
       if (pid === this.pid || alive(pid)) {
         live++;
         continue;

@@ -26,6 +26,8 @@ import { median } from '../stats.js';
 import { DEFAULT_BASELINE } from '../options.js';
 import { APP_CASES } from './app-cases.js';
 import { prepareBaseline } from './baseline-build.js';
+import { exampleLaunch } from './run-apps.js';
+import { argValue } from '../process/child-channel.js';
 
 /** An application run long enough to be measured in windows, and how its progress is read. */
 export interface WindowedCase {
@@ -117,10 +119,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function measureRun(c: WindowedCase, root: string, windows: Array<[number, number]>): Promise<Array<WindowFigures | undefined>> {
   const app = APP_CASES.find((a) => a.id === c.id)!;
   const out = mkdtempSync(join(tmpdir(), `tensorbus-windows-${c.id}-`));
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.NATS_URL;
-  const launcher = join(root, 'packages/actors/dist/src/cli/main.js');
-  const child: ChildProcess = spawn(process.execPath, [launcher, 'launch', '-n', String(app.names.length), '--names', app.names.join(','), join(root, app.script), ...c.longArgs(out)], {
+  const { args, env } = exampleLaunch(app, { label: root, root }, c.longArgs(out));
+  const child: ChildProcess = spawn(process.execPath, args, {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'ignore'],
@@ -167,11 +167,6 @@ async function measureRun(c: WindowedCase, root: string, windows: Array<[number,
   return figures;
 }
 
-function flag(argv: string[], name: string, fallback: string): string {
-  const i = argv.indexOf(name);
-  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
-}
-
 /** Parses `7-12,25-30` into windows; throws on anything else. */
 export function parseWindows(text: string): Array<[number, number]> {
   return text.split(',').map((w) => {
@@ -181,15 +176,15 @@ export function parseWindows(text: string): Array<[number, number]> {
   });
 }
 
-async function main(argv: string[]): Promise<void> {
-  const id = flag(argv, '--case', '');
+async function main(): Promise<void> {
+  const id = argValue('--case', '');
   const c = WINDOWED_CASES.find((w) => w.id === id);
   if (!c) throw new Error(`--case takes one of ${WINDOWED_CASES.map((w) => w.id).join(', ')}`);
-  const windows = parseWindows(flag(argv, '--windows', '7-12,25-30'));
-  const pairs = Number(flag(argv, '--pairs', '2'));
+  const windows = parseWindows(argValue('--windows', '7-12,25-30'));
+  const pairs = Number(argValue('--pairs', '2'));
   if (!Number.isInteger(pairs) || pairs < 1) throw new Error('--pairs takes a whole number of at least 1');
   const repo = fileURLToPath(new URL('../../../../../../', import.meta.url));
-  const baseline = prepareBaseline(repo, flag(argv, '--baseline', DEFAULT_BASELINE));
+  const baseline = prepareBaseline(repo, argValue('--baseline', DEFAULT_BASELINE));
   const builds = [
     { label: 'this build', root: repo },
     { label: `baseline ${baseline.rev}`, root: baseline.root },
@@ -220,7 +215,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  main(process.argv.slice(2)).catch((error: unknown) => {
+  main().catch((error: unknown) => {
     console.error((error as Error).message);
     process.exit(1);
   });

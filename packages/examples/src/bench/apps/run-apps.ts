@@ -64,16 +64,20 @@ function run(command: string, args: string[], options: { cwd: string; env?: Node
   });
 }
 
+/** The node arguments that run example `c` of `build` through that build's own launcher with `flags`, and their environment. */
+export function exampleLaunch(c: AppCase, build: Build, flags: string[]): { args: string[]; env: NodeJS.ProcessEnv } {
+  const launcher = join(build.root, 'packages/actors/dist/src/cli/main.js');
+  // The launcher starts its own nats-server; a NATS_URL of the caller's must not send both builds to one bus.
+  const env: NodeJS.ProcessEnv = { ...process.env, ...build.env };
+  delete env.NATS_URL;
+  return { args: [launcher, 'launch', '-n', String(c.names.length), '--names', c.names.join(','), join(build.root, c.script), ...flags], env };
+}
+
 /** One run of an example on a build: its rate; `args` replaces the case's own flags (given the run's out folder). */
 export async function runExample(c: AppCase, build: Build, quick: boolean, args?: (out: string) => string[], inspect?: (out: string) => void): Promise<number> {
   const out = mkdtempSync(join(tmpdir(), `tensorbus-bench-${c.id}-`));
   try {
-    const launcher = join(build.root, 'packages/actors/dist/src/cli/main.js');
-    const flags = args ? args(out) : c.args(quick, out);
-    const command = [launcher, 'launch', '-n', String(c.names.length), '--names', c.names.join(','), join(build.root, c.script), ...flags];
-    // The launcher starts its own nats-server; a NATS_URL of the caller's must not send both builds to one bus.
-    const env: NodeJS.ProcessEnv = { ...process.env, ...build.env };
-    delete env.NATS_URL;
+    const { args: command, env } = exampleLaunch(c, build, args ? args(out) : c.args(quick, out));
     const stdout = await run(process.execPath, command, { cwd: build.root, env, timeoutMs: 15 * 60_000 });
     const rate = c.rate(stdout, out);
     inspect?.(out);
