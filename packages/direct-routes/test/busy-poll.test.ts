@@ -86,9 +86,11 @@ test.serial('busy poll - answers that land late in the window stop most windows 
   const after = busyPoll.stats();
   const windows = after.hits + after.misses - before.hits - before.misses;
   const slow = after.slow - before.slow;
+  // A probe that finds polling backed off (a loaded host let answers miss the window three times) opens none but is still a probe.
+  const probes = windows + after.skipped - before.skipped;
   // A few windows until the average passes the share, then one per PROBE_EVERY sends.
   t.true(windows <= 8 + calls / PROBE_EVERY, `windows opened: ${windows} of ${calls} sends`);
-  t.true(windows >= calls / PROBE_EVERY - 1, `windows opened: ${windows}: the probes still time the answers`);
+  t.true(probes >= calls / PROBE_EVERY - 1, `windows opened: ${windows}, backed off: ${probes - windows}: the probes still time the answers`);
   t.true(slow >= calls * 0.8, `sends that opened no window for slow answers: ${slow} of ${calls}`);
   // Fast answers again: the probes see them and windows open for every send.
   const fast = busyPoll.stats();
