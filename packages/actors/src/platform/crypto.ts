@@ -7,7 +7,7 @@
  * docs/browser.md.
  * @module
  */
-import { createCipheriv, createHash, createHmac, createPublicKey, diffieHellman, generateKeyPairSync, randomFillSync, randomUUID, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
+import { createCipheriv, createHash, createHmac, createPublicKey, diffieHellman, generateKeyPairSync, randomFillSync, randomUUID, sign, verify, type KeyObject } from 'node:crypto';
 
 /** A private key: only the functions of this module read it. */
 export type PrivateKey = object;
@@ -69,9 +69,17 @@ export function aes128Block(key: Uint8Array): BlockCipher {
   return (block) => cipher.update(block);
 }
 
-/** Constant-time equality of two byte strings of the same length (false for different lengths). */
+/**
+ * Constant-time equality of two byte strings of the same length (false for
+ * different lengths). A loop without an early exit, as in the browser: for
+ * the 16-byte tags of calls it costs a fraction of `timingSafeEqual`'s call
+ * into C++.
+ */
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  return a.byteLength === b.byteLength && timingSafeEqual(a, b);
+  if (a.byteLength !== b.byteLength) return false;
+  let difference = 0;
+  for (let i = 0; i < a.byteLength; i++) difference |= a[i]! ^ b[i]!;
+  return difference === 0;
 }
 
 /** Fills `bytes` from the system's secure random source. */

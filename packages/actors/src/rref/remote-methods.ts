@@ -45,15 +45,16 @@ function isCallableMethodName(method: unknown): method is string {
 }
 
 /**
- * The method `method` of `target` bound to it, or UnknownFunctionError when
- * the value has no such method a remote caller may run.
+ * Runs the method `method` of `target` on it with `args` and returns what it
+ * returns, or throws UnknownFunctionError when the value has no such method
+ * a remote caller may run.
  */
-export function remoteMethodOf(target: unknown, method: unknown, owner: string): (...args: unknown[]) => unknown {
+export function runRemoteMethod(target: unknown, method: unknown, args: unknown[], owner: string): unknown {
   if (isCallableMethodName(method) && target !== null && typeof target === 'object' && !(target instanceof tf.Tensor && LIFETIME_METHODS.has(method))) {
     for (let o: object | null = target; o !== null && !isBuiltIn(o); o = Object.getPrototypeOf(o) as object | null) {
       const descriptor = Object.getOwnPropertyDescriptor(o, method);
       if (descriptor === undefined) continue;
-      if (typeof descriptor.value === 'function') return (descriptor.value as (...args: unknown[]) => unknown).bind(target);
+      if (typeof descriptor.value === 'function') return Reflect.apply(descriptor.value as (...a: unknown[]) => unknown, target, args);
       break;
     }
   }

@@ -15,7 +15,7 @@ import { describeCalls, isRegisteredClass, lookupCallable, remoteFunction } from
 import { adoptTensors } from './held-tensors.js';
 import { mayUse, unknownRRef } from './holders.js';
 import type { OwnerEntry } from './owner-table.js';
-import { remoteMethodOf } from './remote-methods.js';
+import { runRemoteMethod } from './remote-methods.js';
 import type { RRefManager } from './rref-manager.js';
 import { RREFS } from './rref-key.js';
 import { creationFailed } from './rref.js';
@@ -42,9 +42,12 @@ export function entryOf(rrefs: RRefManager, rrefId: unknown, scope: CallScope): 
   return entry;
 }
 
-/** The entry's value once made; its creation's failure otherwise. */
-export async function valueOf(entry: OwnerEntry): Promise<unknown> {
-  await entry.ready;
+/** The entry's value once made (at once when it is: no promise per call of a made value); its creation's failure otherwise. */
+export function valueOf(entry: OwnerEntry): unknown {
+  return entry.created ? madeValue(entry) : entry.ready.then(() => madeValue(entry));
+}
+
+function madeValue(entry: OwnerEntry): unknown {
   if (entry.failure !== undefined) throw creationFailed(entry.rrefId, entry.failure);
   return entry.value;
 }
@@ -71,7 +74,7 @@ export const createValue = remoteFunction(CREATE_FN, async (rrefId: string, fork
       }
     } else {
       const { method } = spec as { method: string };
-      value = await remoteMethodOf(await valueOf(target), method, rrefs.selfName)(...spec.args);
+      value = await runRemoteMethod(await valueOf(target), method, spec.args, rrefs.selfName);
       rrefs.owners.rescan(target);
     }
     entry.settle(value);
@@ -110,7 +113,7 @@ export const callValueMethod = remoteFunction(CALL_FN, async (rrefId: string, me
   const { rrefs, scope } = serving();
   const entry = entryOf(rrefs, rrefId, scope);
   if (!Array.isArray(args)) throw new RRefError('RREF_OWNER_LOST', 'malformed RRef method call');
-  const result = await remoteMethodOf(await valueOf(entry), method, rrefs.selfName)(...args);
+  const result = await runRemoteMethod(await valueOf(entry), method, args, rrefs.selfName);
   // Tensors the method stored in the value are the value's now (kept, counted); before the reply disposes transient ones.
   // A method given no tensor, returning none and leaving none it made alive cannot have stored or handed
   // back one: the walk of the value, whose cost grows with the value, is skipped. A tensor such a method
