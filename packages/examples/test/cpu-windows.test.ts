@@ -9,7 +9,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { cpuNanos, parseWindows, WINDOWED_CASES, workersUnder } from '../src/bench/apps/cpu-windows.js';
+import { parseWindows, WINDOWED_CASES, workersUnder } from '../src/bench/apps/cpu-windows.js';
+import { processCpuMs } from '../src/bench/experiments/cpu-time.js';
 import { launchExample } from './run-examples.js';
 
 const caseOf = (id: string) => WINDOWED_CASES.find((c) => c.id === id)!;
@@ -45,16 +46,16 @@ test('cpu windows - a worker is found under its launcher by name, and its CPU ti
   const pid = workers.get('busy1');
   t.truthy(pid, 'the grandchild is found by its TENSORBUS_NAME');
   // Read until it has computed 100 ms (a loaded machine gives a spinner a fraction of a core), for at most 4 s of its 6.
-  const before = cpuNanos(pid!)!;
+  const before = processCpuMs([pid!])!;
   const started = Date.now();
   let after = before;
-  while (after - before <= 100e6 && Date.now() - started < 4_000) {
+  while (after - before <= 100 && Date.now() - started < 4_000) {
     await new Promise((resolve) => setTimeout(resolve, 100));
-    after = cpuNanos(pid!) ?? after;
+    after = processCpuMs([pid!]) ?? after;
   }
-  t.true(after - before > 100e6, `a spinning process gained ${((after - before) / 1e6).toFixed(0)} ms of CPU in ${Date.now() - started} ms`);
+  t.true(after - before > 100, `a spinning process gained ${(after - before).toFixed(0)} ms of CPU in ${Date.now() - started} ms`);
   await new Promise((resolve) => parent.once('exit', resolve));
-  t.is(cpuNanos(pid!), undefined, 'a process that ended has no CPU time to read');
+  t.is(processCpuMs([pid!]), undefined, 'a process that ended has no CPU time to read');
 });
 
 test('cpu windows - windows are from-to seconds after launch; anything else is refused', (t) => {

@@ -10,7 +10,7 @@
  *        [--baseline <git rev>] [--windows 7-12,25-30] [--pairs 2]
  *
  * In each window (seconds after launch) it reads every worker's CPU time
- * (all its threads, `/proc/<pid>/task/<tid>/schedstat`, nanoseconds) and
+ * (user and system, all its threads, `/proc/<pid>/stat`) and
  * the steps the example reported so far (its own progress lines, which
  * every build prints), and prints CPU per step for each worker and in all,
  * and the steps per second. A window the run does not last to is reported
@@ -18,7 +18,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,8 @@ import { APP_CASES } from './app-cases.js';
 import { prepareBaseline } from './baseline-build.js';
 import { exampleLaunch } from './run-apps.js';
 import { argValue } from '../process/child-channel.js';
+import { descendants } from '../process/memory.js';
+import { processCpuMs } from '../experiments/cpu-time.js';
 
 /** An application run long enough to be measured in windows, and how its progress is read. */
 export interface WindowedCase {
@@ -59,42 +61,10 @@ export const WINDOWED_CASES: WindowedCase[] = [
   { id: 'parameter-server', longArgs: (out) => ['--epochs', '100000', '--out', out], stepsIn: psSteps },
 ];
 
-/** CPU time of every thread of `pid` so far, ns; undefined once it is gone. */
-export function cpuNanos(pid: number): number | undefined {
-  try {
-    let total = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        // A thread that ended between the listing and the read.
-      }
-    }
-    return total;
-  } catch {
-    return undefined;
-  }
-}
-
 /** The worker processes under `root` (any depth), by their `TENSORBUS_NAME`. */
 export function workersUnder(root: number): Map<string, number> {
-  const parent = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // Gone.
-    }
-  }
-  const under = (pid: number): boolean => {
-    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === root) return true;
-    return false;
-  };
   const workers = new Map<string, number>();
-  for (const pid of parent.keys()) {
-    if (!under(pid)) continue;
+  for (const pid of descendants(root)) {
     try {
       const name = /(?:^|\0)TENSORBUS_NAME=([^\0]+)/.exec(readFileSync(`/proc/${pid}/environ`, 'utf8'))?.[1];
       if (name !== undefined) workers.set(name, pid);
@@ -137,7 +107,7 @@ async function measureRun(c: WindowedCase, root: string, windows: Array<[number,
     for (const [from, to] of windows) {
       await sleep(Math.max(0, started + from * 1000 - Date.now()));
       const workers = workersUnder(child.pid!);
-      const before = new Map([...workers].map(([name, pid]) => [name, cpuNanos(pid)]));
+      const before = new Map([...workers].map(([name, pid]) => [name, processCpuMs([pid])]));
       const stepsBefore = c.stepsIn(output);
       const t0 = Date.now();
       await sleep(Math.max(0, started + to * 1000 - Date.now()));
@@ -147,12 +117,12 @@ async function measureRun(c: WindowedCase, root: string, windows: Array<[number,
       let total = 0;
       for (const [name, pid] of workers) {
         const a = before.get(name);
-        const b = cpuNanos(pid);
+        const b = processCpuMs([pid]);
         if (a === undefined || b === undefined) continue;
-        cpuPerStepUs[name] = (b - a) / 1000 / steps;
+        cpuPerStepUs[name] = ((b - a) * 1000) / steps;
         total += b - a;
       }
-      figures.push(ended || steps <= 0 || workers.size === 0 ? undefined : { steps, perSecond: steps / seconds, cpuPerStepUs, totalPerStepUs: total / 1000 / steps });
+      figures.push(ended || steps <= 0 || workers.size === 0 ? undefined : { steps, perSecond: steps / seconds, cpuPerStepUs, totalPerStepUs: (total * 1000) / steps });
     }
   } finally {
     // The whole group: the launcher, its workers and its nats-server.
