@@ -3,7 +3,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { Frame } from '@tensorbus/core';
 import { ConnectionPool } from '../src/direct/connection-pool.js';
 import { ReplySizeError } from '../src/direct/peer-replies.js';
-import { callHead, giveBackFrame, OP_RELEASE, REPLY_HEADER_BYTES, REPLY_OK, replyHeader } from '../src/direct/direct-protocol.js';
+import { callHead, giveBackFrame, hostId, OP_RELEASE, REPLY_HEADER_BYTES, REPLY_OK, replyHeader } from '../src/direct/direct-protocol.js';
 import { RequestParser, type DirectRequest } from '../src/direct/request-parser.js';
 import { segmentRefBytes, type SegmentRef } from '../src/shm/shared-segments.js';
 
@@ -11,6 +11,11 @@ function body(size: number, seed: number): Buffer {
   const bytes = Buffer.allocUnsafe(size);
   for (let i = 0; i < size; i++) bytes[i] = (i * 7 + seed) % 251;
   return bytes;
+}
+
+/** An offer of this host's loopback port `port` (a scripted port has no Unix socket: the pool connects over TCP). */
+function offerOf(port: number) {
+  return { hostId: hostId(), host: '127.0.0.1', port, token: Buffer.alloc(16) };
 }
 
 /** A data port that, once `requestBytes` bytes of requests have come, writes `pieces`, 20 ms apart. */
@@ -60,7 +65,7 @@ test('peer connection - replies that share a read, split inside a header, refuse
     pool.close();
     port.close();
   });
-  const connection = pool.get('127.0.0.1', port.port);
+  const connection = pool.get(offerOf(port.port));
   const replies = [
     connection.request(() => head),
     connection.request(() => head, undefined, undefined, { max: 4 }),
@@ -91,7 +96,7 @@ test('peer connection - a give-back is one frame, the same both ways: a port\'s 
     pool.close();
     port.close();
   });
-  const connection = pool.get('127.0.0.1', port.port);
+  const connection = pool.get(offerOf(port.port));
   let returned = 0;
   connection.lend(REF, Frame.own(new Uint8Array(8), () => returned++));
   const head = Buffer.alloc(8);

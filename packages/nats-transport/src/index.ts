@@ -11,4 +11,4 @@ export type { NatsServer, NatsServerOptions, NatsCluster } from '@tensorbus/nats
 export { checkpointStore } from './checkpoints/checkpoint-store.js';
 export type { CheckpointStore, CheckpointStoreOptions, CheckpointEntries, CheckpointExpectation } from './checkpoints/checkpoint-store.js';
 export type { DirectOptions, DirectStats } from '@tensorbus/direct-routes';
-export { sharedMemoryStatus } from '@tensorbus/direct-routes';
+export { sharedMemoryStatus, unixSocketsByDefault } from '@tensorbus/direct-routes';

@@ -24,6 +24,8 @@ export interface ConnectionLimits {
    * memory instead).
    */
   lanes?: number;
+  /** Connect to a data port of this host through its Unix socket when it has one this user owns (default true; see unix-socket.ts). */
+  unixSockets?: boolean;
 }
 
 /** Options of PeerConnection. */
@@ -32,6 +34,8 @@ export interface PeerConnectionOptions extends ConnectionLimits {
   endpoint: string;
   host: string;
   port: number;
+  /** The data port's Unix socket, connected to instead of `host:port` (unix-socket.ts). */
+  path?: string;
   /** Told once when the connection breaks or closes; `idle` when it was closed for being idle. */
   onBroken: (idle: boolean) => void;
   /**

@@ -4,7 +4,9 @@
  * @module
  */
 import type { ConnectionLimits } from './connection-options.js';
+import type { DirectOffer } from './direct-protocol.js';
 import { PeerConnection } from './peer-connection.js';
+import { unixSocketFor } from './unix-socket.js';
 
 /** One live connection per data port, opened on first use and replaced once broken. */
 export class ConnectionPool {
@@ -22,16 +24,21 @@ export class ConnectionPool {
     private readonly onBroken: (endpoint: string, connection: PeerConnection) => void = () => undefined,
   ) {}
 
-  /** The connection to `host:port` (`endpoint`, when the caller has it made already). */
-  get(host: string, port: number, endpoint = `${host}:${port}`): PeerConnection {
+  /**
+   * The connection to `offer`'s data port, at `endpoint` (`host:port`, when the
+   * caller has it made already): through the port's Unix socket where it is
+   * on this host and this user's (unix-socket.ts), otherwise over TCP.
+   */
+  get(offer: DirectOffer, endpoint = `${offer.host}:${offer.port}`): PeerConnection {
     let connection = this.connections.get(endpoint);
     if (!connection || connection.broken) {
       const fresh: PeerConnection = new PeerConnection({
         ...this.limits,
         onStriped: () => this.stripedReplies++,
         endpoint,
-        host,
-        port,
+        host: offer.host,
+        port: offer.port,
+        path: this.limits.unixSockets === false ? undefined : unixSocketFor(offer),
         onBroken: (idle) => {
           if (this.connections.get(endpoint) === fresh) this.connections.delete(endpoint);
           if (!idle) this.onBroken(endpoint, fresh);

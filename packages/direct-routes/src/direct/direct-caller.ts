@@ -48,6 +48,7 @@ export class DirectCaller {
    * @param idleCloseMs connections with nothing under way for this long are closed (0: never)
    * @param lanes connections kept to another host's port once large replies come from it (see reply-lanes.ts)
    * @param onBroken told of each connection that breaks (not of those closed as idle)
+   * @param unixSockets connect to data ports of this host through their Unix sockets (unix-socket.ts)
    */
   constructor(
     private readonly offer: (data: Payload, onServed: () => void) => Offered | undefined = () => undefined,
@@ -55,8 +56,9 @@ export class DirectCaller {
     idleCloseMs = 0,
     lanes = 1,
     onBroken: (connection: PeerConnection) => void = () => undefined,
+    unixSockets = true,
   ) {
-    this.pool = new ConnectionPool({ maxReplyBytes, idleCloseMs, lanes }, (_endpoint, connection) => onBroken(connection));
+    this.pool = new ConnectionPool({ maxReplyBytes, idleCloseMs, lanes, unixSockets }, (_endpoint, connection) => onBroken(connection));
   }
 
   /** `host:port` of `route`, made once per route. */
@@ -68,7 +70,7 @@ export class DirectCaller {
 
   /** The live connection to `route`'s data port at `endpoint` (opened now if there is none). */
   connectionTo(route: DirectOffer, endpoint: string): PeerConnection {
-    return this.pool.get(route.host, route.port, endpoint);
+    return this.pool.get(route, endpoint);
   }
 
   /**

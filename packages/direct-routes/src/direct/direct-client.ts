@@ -22,9 +22,10 @@ export class DirectClient {
    * @param stallTimeoutMs a fetch that makes no progress for this long fails
    * @param idleCloseMs connections with nothing under way for this long are closed
    * @param lanes connections kept to another host's port once large payloads come from it (see reply-lanes.ts)
+   * @param unixSockets connect to data ports of this host through their Unix sockets (unix-socket.ts)
    */
-  constructor(stallTimeoutMs: number, idleCloseMs = 0, lanes = 1) {
-    this.pool = new ConnectionPool({ stallTimeoutMs, idleCloseMs, lanes }, (endpoint) => this.failedUntil.set(endpoint, Date.now() + FAILED_ENDPOINT_PAUSE_MS));
+  constructor(stallTimeoutMs: number, idleCloseMs = 0, lanes = 1, unixSockets = true) {
+    this.pool = new ConnectionPool({ stallTimeoutMs, idleCloseMs, lanes, unixSockets }, (endpoint) => this.failedUntil.set(endpoint, Date.now() + FAILED_ENDPOINT_PAUSE_MS));
   }
 
   /** Payloads that came striped over lanes (for tests and the benchmark). */
@@ -53,7 +54,7 @@ export class DirectClient {
       sunk = taken !== undefined;
       return taken;
     });
-    const { status, data } = await this.pool.get(offer.host, offer.port).request((id) => getFrame(id, offer.token), undefined, sinkFor, { exact: size });
+    const { status, data } = await this.pool.get(offer).request((id) => getFrame(id, offer.token), undefined, sinkFor, { exact: size });
     if (status !== REPLY_OK || data.byteLength !== (sunk ? 0 : size)) {
       data.release();
       throw new TransportError(status !== REPLY_OK ? 'the sender no longer offers this payload' : `the offer announced ${size} bytes but carries ${data.byteLength}`);

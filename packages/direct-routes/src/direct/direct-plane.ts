@@ -16,6 +16,7 @@ import { DirectCaller } from './direct-caller.js';
 import { DirectClient } from './direct-client.js';
 import { CLIENT_IDLE_MARGIN, DEFAULT_IDLE_TIMEOUT_MS, isLoopback, lanesOption, parseOffer, reachableFromHere, type DirectOffer, type DirectOptions } from './direct-protocol.js';
 import { DirectRoute, LearntRoutes } from './direct-route.js';
+import { unixSocketsByDefault } from './unix-socket.js';
 import { DirectServer, type Offered, type RequestSinkFactory, type RouteHandler, type ServedRoute } from './direct-server.js';
 
 /** Counts of what went beside the bus (for tests and the benchmark). */
@@ -57,7 +58,8 @@ function processSegments(): SharedSegments | undefined {
   const { binding, reason } = loadShm();
   if (!told && process.env.TENSORBUS_QUIET !== '1') {
     const polling = busyPoll.windowUs > 0 ? `busy polling ${busyPoll.windowUs} µs after each send while this host's polling processes are no more than its cores (TENSORBUS_BUSY_POLL_US=0 turns it off)` : 'no busy polling';
-    process.stderr.write(`[tensorbus] same-host direct calls: ${binding ? 'shared memory' : `TCP (shared memory unavailable: ${reason})`}; ${polling}\n`);
+    const medium = unixSocketsByDefault() ? 'Unix sockets' : 'TCP';
+    process.stderr.write(`[tensorbus] same-host direct calls: ${binding ? `shared memory, over ${medium}` : `${medium} (shared memory unavailable: ${reason})`}; ${polling}\n`);
   }
   told = true;
   if (!binding) return undefined;
@@ -102,15 +104,16 @@ export class DirectPlane {
     /** Only loopback endpoints, in both directions (the bus is encrypted and this plane is not). */
     private readonly confined: boolean,
     lanes: number,
+    unixSockets: boolean,
   ) {
     // Closed before a port would close them as idle, so a request never races that close.
     const idleCloseMs = Math.floor(connectionIdleMs * CLIENT_IDLE_MARGIN);
-    this.client = new DirectClient(stallTimeoutMs, idleCloseMs, lanes);
+    this.client = new DirectClient(stallTimeoutMs, idleCloseMs, lanes, unixSockets);
     // Large direct requests are offered for the responder to pull into its own buffer.
     const offer = (data: Payload, onServed: () => void) => (data.byteLength >= server.minBytes ? server.offer(data, onServed) : undefined);
     let sharedMemory: SharedMemoryRoute | undefined;
     // A broken connection unmaps what its responder lent.
-    this.caller = new DirectCaller(offer, maxTransferBytes, idleCloseMs, lanes, (connection) => sharedMemory?.connectionBroken(connection));
+    this.caller = new DirectCaller(offer, maxTransferBytes, idleCloseMs, lanes, (connection) => sharedMemory?.connectionBroken(connection), unixSockets);
     this.learnt = new LearntRoutes((route) => this.allowed(route) && reachableFromHere(route));
     this.sharedMemory = sharedMemory = segments && new SharedMemoryRoute(this.learnt, this.caller, segments);
     const tcp = new DirectRoute(this.learnt, this.caller);
@@ -134,9 +137,10 @@ export class DirectPlane {
         process.stderr.write(`[tensorbus] NATS uses TLS and the direct data plane does not: its port listens on 127.0.0.1 only, not ${options.host ?? ''}${options.advertise ? ` (advertised ${options.advertise})` : ''}; calls between hosts go through NATS\n`);
       }
     }
-    const server = await DirectServer.start({ ...listen, maxRequestBytes: options.maxRequestBytes ?? maxTransferBytes });
+    const unixSockets = options.unixSockets ?? unixSocketsByDefault();
+    const server = await DirectServer.start({ ...listen, unixSockets, maxRequestBytes: options.maxRequestBytes ?? maxTransferBytes });
     const lanes = lanesOption(options.lanes);
-    return new DirectPlane(server, stallTimeoutMs, segments, maxTransferBytes, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, confined, lanes);
+    return new DirectPlane(server, stallTimeoutMs, segments, maxTransferBytes, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, confined, lanes, unixSockets);
   }
 
   /** True when `endpoint` may be used from here (under TLS, loopback only: nothing crosses the network in clear). */

@@ -217,6 +217,13 @@ export interface DirectOptions {
    */
   sharedMemory?: boolean;
   /**
+   * The data port also listens on a Unix socket, and connections to a data
+   * port of this host (same host id) go through its socket when it is this
+   * user's (default true, except on Windows; `TENSORBUS_UNIX_SOCKETS=0` sets
+   * the default false). See unix-socket.ts.
+   */
+  unixSockets?: boolean;
+  /**
    * Connections the data port holds at once (default 256). At the limit, a
    * new connection replaces the oldest one that has not yet sent a whole
    * request, or is refused.

@@ -34,6 +34,7 @@ import { LaneGroups, writeStriped } from './lane-groups.js';
 import { RequestParser, type DirectRequest } from './request-parser.js';
 import { busyPoll } from './busy-poll.js';
 import { ServedConnection, ServedConnections } from './served-connections.js';
+import { listenUnixSocket, unixSocketsByDefault } from './unix-socket.js';
 
 /** Fetches an offered payload (the transport's DirectClient), resolving with the caller's frame (empty when `sink` gave one that took the bytes). */
 export type Fetcher = (offer: DirectOffer, size: number, sink?: RequestSinkFactory) => Promise<Frame>;
@@ -86,6 +87,8 @@ export class DirectServer {
   private readonly maxRequestBytes: number;
   private port = 0;
   private fetcher: Fetcher | undefined;
+  /** The Unix socket this port also listens on, for processes of its host (unix-socket.ts). */
+  private unix: Server | undefined;
   private segments: SharedSegments | undefined;
 
   private constructor(private readonly server: Server, private readonly advertise: string, options: DirectOptions) {
@@ -101,7 +104,7 @@ export class DirectServer {
     server.unref();
   }
 
-  /** Listens on `options.host` (default 127.0.0.1) and resolves once it does. */
+  /** Listens on `options.host` (default 127.0.0.1), and on its Unix socket unless `options.unixSockets` is false, and resolves once it does. */
   static async start(options: DirectOptions = {}): Promise<DirectServer> {
     const host = options.host ?? '127.0.0.1';
     const server = createServer({ noDelay: true });
@@ -115,6 +118,7 @@ export class DirectServer {
     });
     server.on('error', () => undefined);
     direct.port = (server.address() as { port: number }).port;
+    if (options.unixSockets ?? unixSocketsByDefault()) direct.unix = await listenUnixSocket(direct.port, (socket) => direct.serve(socket));
     return direct;
   }
 
@@ -153,8 +157,14 @@ export class DirectServer {
     return { header, remove: () => this.routes.delete(key) };
   }
 
+  /** True when the port also listens on its Unix socket. */
+  get listensOnUnixSocket(): boolean {
+    return this.unix !== undefined;
+  }
+
   /** Closes the port and every connection; offers are dropped. */
   close(): void {
+    this.unix?.close();
     this.offers.clear();
     this.routes.clear();
     this.connections.closeAll();

@@ -22,9 +22,10 @@
  * cores count as not spare (polling stays off).
  * @module
  */
-import { lstatSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { privateFolder, userId } from './private-folder.js';
 
 /** How long a count of the roster is used before the folder is read again, ms. */
 export const ROSTER_REFRESH_MS = 250;
@@ -42,8 +43,7 @@ function alive(pid: number): boolean {
 
 /** The default roster folder of this user. */
 export function defaultRosterDir(): string {
-  const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
-  return join(tmpdir(), `tensorbus-pollers-${uid}`);
+  return join(tmpdir(), `tensorbus-pollers-${userId() ?? 'user'}`);
 }
 
 /** This host's roster of processes that may poll: see the module's comment. */
@@ -121,12 +121,8 @@ export class HostPollers {
   private enter(): void {
     if (this.entered || this.failed) return;
     try {
-      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-      // A folder of the shared temporary directory made by someone else (or a link) is not used: what
-      // another user put in it could make this process write through a link of theirs.
-      const folder = lstatSync(this.dir);
-      const uid = typeof process.getuid === 'function' ? process.getuid() : folder.uid;
-      if (!folder.isDirectory() || folder.uid !== uid || (folder.mode & 0o022) !== 0) throw new Error('roster folder not private');
+      // Others may read the roster, never write in it (private-folder.ts).
+      if (!privateFolder(this.dir, 0o022, true)) throw new Error('roster folder not private');
       try {
         // Created, never followed: an entry that exists (this pid's, left by a process killed earlier) is reused.
         writeFileSync(join(this.dir, String(this.pid)), '', { flag: 'wx' });

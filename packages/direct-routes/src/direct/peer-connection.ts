@@ -84,6 +84,8 @@ export class PeerConnection implements LaneOwner {
   private connected = false;
   private stallTimer: NodeJS.Timeout | undefined;
   private readonly socket: Socket;
+  /** True when this connection goes through the data port's Unix socket, not TCP. */
+  readonly viaUnixSocket: boolean;
 
   private readonly endpoint: string;
   private readonly stallTimeoutMs: number | undefined;
@@ -92,7 +94,7 @@ export class PeerConnection implements LaneOwner {
   private readonly readIntoSink: boolean;
 
   constructor(options: PeerConnectionOptions) {
-    const { host, port, idleCloseMs = 0 } = options;
+    const { host, port, path, idleCloseMs = 0 } = options;
     this.endpoint = options.endpoint;
     this.stallTimeoutMs = options.stallTimeoutMs;
     this.onBroken = options.onBroken;
@@ -101,8 +103,10 @@ export class PeerConnection implements LaneOwner {
     this.options = options;
     this.lane = options.laneOf !== undefined;
     this.group = options.laneOf?.group;
-    this.laneCount = this.lane || isLoopback(host) ? 1 : Math.max(1, options.lanes ?? 1);
-    this.socket = connect({ host, port, noDelay: true, onread: { buffer: () => this.nextBuffer(), callback: (n: number) => this.onRead(n) } });
+    this.laneCount = this.lane || path !== undefined || isLoopback(host) ? 1 : Math.max(1, options.lanes ?? 1);
+    this.viaUnixSocket = path !== undefined;
+    const onread = { buffer: () => this.nextBuffer(), callback: (n: number) => this.onRead(n) };
+    this.socket = path !== undefined ? connect({ path, onread }) : connect({ host, port, noDelay: true, onread });
     if (options.laneOf) this.socket.write(laneFrame(options.laneOf.token, options.laneOf.index));
     this.socket.unref();
     const timer = setTimeout(() => this.fail(`did not open within ${CONNECT_TIMEOUT_MS} ms`), CONNECT_TIMEOUT_MS);

@@ -8,11 +8,13 @@
  * - `local`: the in-process bus (route `in-process`).
  * - `nats-bus`: NATS alone (`direct: false`): every request and reply goes
  *   through the nats-server, large ones announced and pulled in chunks.
- * - `nats-tcp`: direct routes over TCP, shared memory off
- *   (`direct: { sharedMemory: false }`): a worker's calls, once the first
- *   reply named the route, go over the responder's data port.
+ * - `nats-tcp`: direct routes over TCP, shared memory and Unix sockets off
+ *   (`direct: { sharedMemory: false, unixSockets: false }`): a worker's
+ *   calls, once the first reply named the route, go over the responder's
+ *   data port.
  * - `nats-shm`: the default deployment (direct routes, shared memory between
- *   processes of one host, as between transports of one process).
+ *   processes of one host, as between transports of one process; their
+ *   connections to data ports of this host through the ports' Unix sockets).
  *
  * The conformance suite and the core actor suites (calls, RRefs,
  * distributed autograd, streams, membership) run over all four; the other
@@ -117,7 +119,7 @@ const kinds: TransportKind[] = [
     create: async (options = {}) => localTransport({ bus: options.namespace ?? freshNamespace() }),
   },
   natsKind('nats-bus', 'nats', () => false),
-  natsKind('nats-tcp', 'tcp', (given) => (given === false ? false : { ...given, sharedMemory: false })),
+  natsKind('nats-tcp', 'tcp', (given) => (given === false ? false : { ...given, sharedMemory: false, unixSockets: false })),
   natsKind('nats-shm', 'shm', (given) => given),
 ];
 

@@ -81,6 +81,14 @@ export const EXPERIMENTS: readonly Experiment[] = [
     placements: ['one-host'],
   },
   {
+    name: 'unix-socket',
+    mechanism: 'Connections to a data port of the same host and user go through its Unix socket instead of TCP loopback (off: TENSORBUS_UNIX_SOCKETS=0).',
+    on: {},
+    off: { TENSORBUS_UNIX_SOCKETS: '0' },
+    cases: [NOOP, KB4, RREF, RL],
+    placements: ['one-host'],
+  },
+  {
     name: 'busy-poll',
     mechanism: 'After a send on a direct route the event loop polls for 500 µs (off: TENSORBUS_BUSY_POLL_US=0).',
     on: {},

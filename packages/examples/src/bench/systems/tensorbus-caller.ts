@@ -12,7 +12,7 @@
  * @module
  */
 import { localTransport, tensorBackend, tf } from '@tensorbus/core';
-import { natsTransport, sharedMemoryStatus, type DirectStats } from '@tensorbus/nats-transport';
+import { natsTransport, sharedMemoryStatus, unixSocketsByDefault, type DirectStats } from '@tensorbus/nats-transport';
 import { initRpc, type RpcAgent } from '@tensorbus/actors';
 import { argValue, directOptions, namespaceOption, serveCommands } from '../process/child-channel.js';
 import { callForDuration, type LatencyPlan, type RatePlan } from '../stats.js';
@@ -66,7 +66,8 @@ serveCommands(
     sameHost: () => {
       if (transportKind !== 'nats') return 'n/a (one process)';
       const { available, reason } = sharedMemoryStatus();
-      return available ? 'shared memory' : `TCP (${reason})`;
+      const medium = unixSocketsByDefault() ? 'a Unix socket' : 'TCP';
+      return available ? `shared memory, over ${medium}` : `${medium} (${reason})`;
     },
     tensors: async () => ({ caller: tf.memory().numTensors, callee: await driver.rpcSync(CALLEE, liveTensors, []) }),
   },
