@@ -5,6 +5,9 @@
  *   open(pid, fd, size, uid) -> ArrayBuffer       another process's segment, through /proc/<pid>/fd/<fd>:
  *                                                 only an anonymous memory file (memfd) owned by uid, of exactly size bytes
  *   close(fd)                                     closes a segment's file descriptor
+ *   peer(fd) -> [pid, uid]                        the process at the other end of a connected Unix socket, as
+ *                                                 the kernel recorded it when the connection was made (SO_PEERCRED):
+ *                                                 the proof of a peer that segment references need on such a socket
  *
  * A mapping is unmapped when its ArrayBuffer is garbage-collected; a
  * segment's memory is freed when its creator has closed the descriptor and
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -164,13 +168,39 @@ static napi_value close_fd(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+static napi_value peer_of(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int32_t fd;
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0) {
+    napi_throw_error(env, NULL, "peer: a socket descriptor is needed");
+    return NULL;
+  }
+  struct ucred cred;
+  socklen_t length = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return throw_errno(env, "peer");
+  if (cred.pid <= 0) {
+    napi_throw_error(env, NULL, "peer: no process at the other end");
+    return NULL;
+  }
+  napi_value result, pid, uid;
+  CHECK(napi_create_array_with_length(env, 2, &result));
+  CHECK(napi_create_int32(env, cred.pid, &pid));
+  CHECK(napi_create_uint32(env, cred.uid, &uid));
+  CHECK(napi_set_element(env, result, 0, pid));
+  CHECK(napi_set_element(env, result, 1, uid));
+  return result;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor properties[] = {
       {"create", NULL, create, NULL, NULL, NULL, napi_default, NULL},
       {"open", NULL, open_segment, NULL, NULL, NULL, napi_default, NULL},
       {"close", NULL, close_fd, NULL, NULL, NULL, napi_default, NULL},
+      {"peer", NULL, peer_of, NULL, NULL, NULL, napi_default, NULL},
   };
-  if (napi_define_properties(env, exports, 3, properties) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 4, properties) != napi_ok) return NULL;
   return exports;
 }
 

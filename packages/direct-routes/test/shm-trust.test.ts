@@ -9,7 +9,8 @@ import type { InboundMessage } from '@tensorbus/core';
 import { natsTransport } from '@tensorbus/nats-transport';
 import type { NatsTransport } from '@tensorbus/nats-transport/internal';
 import { hostId } from '../src/direct/direct-protocol.js';
-import { provePeer } from '../src/shm/socket-peer.js';
+import { provePeer, unixSocketPeer } from '../src/shm/socket-peer.js';
+import { unixSocketPath } from '../src/direct/unix-socket.js';
 import { sharedNatsServer } from '@tensorbus/nats-transport/testing';
 import { answerPlusOne, callPlusOne, patternFrame } from '../src/testing/shm-bytes.js';
 
@@ -88,7 +89,7 @@ const rootTest = asRoot ? test : test.skip;
 if (!asRoot) process.stderr.write('[shm-trust tests] not root: the tests of an intruder of another user are skipped\n');
 
 /** An intruder that learnt a worker's route token names a third process's segment: it is refused unrun, and honest callers keep shared memory. */
-async function thirdProcessSegment(t: ExecutionContext, uid: number | undefined): Promise<void> {
+async function thirdProcessSegment(t: ExecutionContext, uid: number | undefined, throughUnixSocket = false): Promise<void> {
   const { worker, honest, served } = await servedWorker(t, 'st');
   t.true(await call(honest, FOUR_MB, 2));
   t.like(honest.directStats, { sharedRequests: 1 });
@@ -96,7 +97,8 @@ async function thirdProcessSegment(t: ExecutionContext, uid: number | undefined)
 
   // A third process with a secret in a segment; the intruder learnt the route token (as over an open server).
   const secret = await firstLine<{ pid: number; fd: number; size: number }>(t, 'shm-holder', []);
-  const task = { host: route!.host, port: route!.port, token: route!.token.toString('hex'), subject: subject!, pid: secret.pid, fd: secret.fd, size: secret.size };
+  const unixSocket = throughUnixSocket ? unixSocketPath(route!.port) : undefined;
+  const task = { host: route!.host, port: route!.port, token: route!.token.toString('hex'), subject: subject!, pid: secret.pid, fd: secret.fd, size: secret.size, unixSocket };
   const ranBefore = served.ran;
   const answer = await firstLine<{ uid: number; status: number; size: number }>(t, 'shm-intruder', [JSON.stringify({ ...task, uid })], false);
   replied(t, answer);
@@ -114,6 +116,8 @@ async function thirdProcessSegment(t: ExecutionContext, uid: number | undefined)
 test('shared memory - a reference to a third process\'s segment from an intruder of the same user is refused unrun, and honest callers keep shared memory', (t) => thirdProcessSegment(t, undefined));
 
 rootTest('shared memory - a reference to a third process\'s segment from an intruder of another user is refused unrun, and honest callers keep shared memory', (t) => thirdProcessSegment(t, NOBODY));
+
+test('shared memory - a reference to a third process\'s segment from an intruder of the same user through the port\'s Unix socket is refused unrun, and honest callers keep shared memory', (t) => thirdProcessSegment(t, undefined, true));
 
 test('shared memory - a reply naming a third process\'s segment is refused: the call fails and nothing of that process is mapped', async (t) => {
   const namespace = `sl${process.pid}x${Math.random().toString(36).slice(2, 8)}`;
@@ -163,6 +167,28 @@ async function acceptedEnd(host: string, client: (port: number) => void): Promis
   const socket = await accepted;
   return { accepted: socket, close: () => (socket.destroy(), server.close()) };
 }
+
+test('shared memory - the peer of a Unix socket connection is the process the kernel says made its other end, while it runs, and no other', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tb-peer-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'p.sock');
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  t.teardown(() => server.close());
+  const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+  const child = spawn(process.execPath, ['-e', `require('net').connect(${JSON.stringify(path)}); setInterval(() => {}, 1000)`], { stdio: 'ignore' });
+  t.teardown(() => child.kill('SIGKILL'));
+  const socket = await accepted;
+  const peer = unixSocketPeer(socket);
+  t.like(peer, { pid: child.pid, uid: process.getuid!() }, 'the child made the other end');
+  t.like(provePeer(socket, child.pid!, peer), { pid: child.pid });
+  t.is(provePeer(socket, process.pid, peer), undefined, 'this process is not the peer of its own accepted socket');
+  t.is(provePeer(socket, child.pid!, null), undefined, 'nothing read as it opened: nobody is shown');
+  child.kill('SIGKILL');
+  await new Promise((resolve) => child.once('exit', resolve));
+  t.is(provePeer(socket, child.pid!, peer), undefined, 'once its maker is gone, its pid (which another process may get) is not');
+  socket.destroy();
+});
 
 test('shared memory - the peer of a connection is the process holding its other end, over IPv4 and IPv6 loopback, and no other', async (t) => {
   for (const host of ['127.0.0.1', '::1']) {

@@ -43,6 +43,13 @@ test('unix socket - a data port of this host is reached through its Unix socket,
   t.true(connection().viaUnixSocket, 'the call went through the socket, not TCP');
   const large = Array.from({ length: 300_000 }, (_, i) => i % 251);
   t.deepEqual(await call(large), [...large].reverse(), 'a request larger than a socket read arrives whole');
+  // Bytes that are not the protocol end their connection, as on TCP; the port serves on.
+  const { connect } = await import('node:net');
+  const rogue = connect(path);
+  await new Promise((resolve) => rogue.once('connect', resolve));
+  rogue.write(Buffer.alloc(64, 0xff));
+  await new Promise((resolve) => rogue.once('close', resolve));
+  t.deepEqual(await call([8, 9]), [9, 8]);
   server.close();
   t.false(existsSync(path), 'closing the port removes its socket');
 });

@@ -8,7 +8,7 @@ import { Frame, type FrameSink, type Payload } from '@tensorbus/core';
 import { holdPayload, type HeldPayload } from '@tensorbus/core/internal';
 import { drainNow, FillingStalledError, placeFilling, receiveFilling, REQUEST_MAX_MS, REQUEST_STALL_MS } from '../shm/filling.js';
 import { SEGMENT_REF_BYTES, segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
-import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
+import { provePeer, unixSocketPeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
   DEFAULT_DIRECT_MIN_BYTES,
   DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
@@ -118,7 +118,7 @@ export class DirectServer {
     });
     server.on('error', () => undefined);
     direct.port = (server.address() as { port: number }).port;
-    if (options.unixSockets ?? unixSocketsByDefault()) direct.unix = await listenUnixSocket(direct.port, (socket) => direct.serve(socket));
+    if (options.unixSockets ?? unixSocketsByDefault()) direct.unix = await listenUnixSocket(direct.port, (socket) => direct.serve(socket, true));
     return direct;
   }
 
@@ -177,8 +177,8 @@ export class DirectServer {
     return { key: token.toString('hex'), header: formatOffer({ hostId: hostId(), host: this.advertise, port: this.port, token }) };
   }
 
-  /** Takes a new connection, when there is room for it, and reads its requests. */
-  private serve(socket: Socket): void {
+  /** Takes a new connection (through the Unix socket when `unix`), when there is room for it, and reads its requests. */
+  private serve(socket: Socket, unix = false): void {
     socket.on('error', () => undefined);
     if (!this.connections.admit()) {
       // Full of connections that all speak: this one waits for a free place (the requester retries later).
@@ -196,6 +196,8 @@ export class DirectServer {
       (token, subject) => this.routes.get(token)?.subject === subject,
       this.maxRequestBytes,
     ));
+    // Read now, while its maker surely still runs: shared-memory references on it are checked against it.
+    if (unix) conn.unixPeer = unixSocketPeer(socket) ?? null;
     this.connections.add(conn);
     socket.on('data', (chunk: Buffer) => {
       busyPoll.received();
@@ -311,7 +313,7 @@ export class DirectServer {
 
   /** The process behind `conn`'s socket, proven once per connection from the first pid it names (see socket-peer.ts). */
   private peerOf(conn: ServedConnection, pid: number): PeerProcess | undefined {
-    if (conn.peer === undefined) conn.peer = provePeer(conn.socket, pid) ?? null;
+    if (conn.peer === undefined) conn.peer = provePeer(conn.socket, pid, conn.unixPeer) ?? null;
     return conn.peer?.pid === pid ? conn.peer : undefined;
   }
 

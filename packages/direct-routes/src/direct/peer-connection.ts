@@ -12,7 +12,7 @@ import { connect, type Socket } from 'node:net';
 import type { Frame, FrameSink } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
 import { SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
-import type { SocketEnds } from '../shm/socket-peer.js';
+import { unixSocketPeer, type PeerProcess, type SocketEnds } from '../shm/socket-peer.js';
 import {
   COALESCE_BYTES,
   isLoopback,
@@ -86,6 +86,8 @@ export class PeerConnection implements LaneOwner {
   private readonly socket: Socket;
   /** True when this connection goes through the data port's Unix socket, not TCP. */
   readonly viaUnixSocket: boolean;
+  /** Through a Unix socket, the process the kernel says made the port's end (null: it could not be read); undefined on TCP. */
+  unixPeer: PeerProcess | null | undefined;
 
   private readonly endpoint: string;
   private readonly stallTimeoutMs: number | undefined;
@@ -114,6 +116,8 @@ export class PeerConnection implements LaneOwner {
     this.socket.once('connect', () => {
       clearTimeout(timer);
       this.connected = true;
+      // Read now, while the port's process surely still runs: shared-memory replies on it are checked against it.
+      if (this.viaUnixSocket) this.unixPeer = unixSocketPeer(this.socket) ?? null;
     });
     this.socket.on('error', (error) => this.fail(`failed: ${error.message}`));
     this.socket.on('close', () => this.fail('closed'));

@@ -26,6 +26,8 @@ export class ServedConnection {
    * search /proc again and again); undefined before.
    */
   peer: PeerProcess | null | undefined;
+  /** On a Unix socket, the process the kernel says made the other end (null: it could not be read); undefined on TCP. */
+  unixPeer: PeerProcess | null | undefined;
   /** It has sent a whole request. */
   spoke = false;
   /** Bytes arrived since the last sweep. */

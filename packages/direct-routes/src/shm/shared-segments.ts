@@ -88,7 +88,7 @@ export class SharedSegments implements BufferSource {
   private readonly viewCollected = new FinalizationRegistry<() => void>((giveBack) => giveBack());
 
   constructor(
-    private readonly binding: ShmBinding,
+    private readonly binding: Pick<ShmBinding, 'create' | 'open' | 'close'>,
     /** Frames larger than this are not put in segments. */
     readonly maxFrameBytes = DEFAULT_SHM_MAX_FRAME_BYTES,
     private readonly budgetBytes = DEFAULT_SHM_BUDGET_BYTES,

@@ -20,6 +20,8 @@ export interface ShmBinding {
   open(pid: number, fd: number, size: number, uid: number): ArrayBuffer;
   /** Closes a segment's descriptor. */
   close(fd: number): void;
+  /** The process (pid, uid) at the other end of the connected Unix socket `fd`, as the kernel recorded it when the connection was made. */
+  peer(fd: number): [number, number];
 }
 
 const ADDON_PATH = fileURLToPath(new URL('../../../native/build/tensorbus_shm.node', import.meta.url));

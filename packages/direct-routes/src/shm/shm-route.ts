@@ -218,7 +218,7 @@ export class SharedMemoryRoute implements Route {
     this.caller.calls++;
     // Only the responder's own memory is mapped: a reply naming a third process's segment is refused.
     let responder = this.responders.get(connection);
-    if (responder === undefined) this.responders.set(connection, (responder = provePeer(connection.ends, replyRef.pid) ?? null));
+    if (responder === undefined) this.responders.set(connection, (responder = provePeer(connection.ends, replyRef.pid, connection.unixPeer) ?? null));
     // Counted until given back: the connection is not idle while the responder's memory is read here.
     const returned = connection.borrow();
     const giveBack = () => {

@@ -1,5 +1,5 @@
 /**
- * Which process is at the other end of a TCP connection of this host: the
+ * Which process is at the other end of a connection of this host: the
  * proof a shared-memory reference needs before its segment is mapped.
  *
  * A reference names a pid and a descriptor, and the receiver opens
@@ -9,13 +9,18 @@
  * finds the peer's socket in `/proc/net/tcp{,6}` (the one whose local address
  * is this connection's remote one and the other way round; those tables show
  * this network namespace only), and accepts the pid only if
- * `/proc/<pid>/fd` holds that very socket. Whatever cannot be shown is
- * refused. See docs/data-plane.md.
+ * `/proc/<pid>/fd` holds that very socket. On a Unix socket (unix-socket.ts)
+ * the kernel says who made the other end (SO_PEERCRED, through the addon),
+ * read as the connection opens with that process's start time; a pid is
+ * accepted only if it is that process, still running (same start time: a
+ * pid reused since is not). Whatever cannot be shown is refused. See
+ * docs/data-plane.md.
  * @module
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { isIPv4 } from 'node:net';
+import { isIPv4, type Socket } from 'node:net';
 import { endianness } from 'node:os';
+import { loadShm } from './shm-native.js';
 
 /** The two ends of a connection, as a Node socket reports them. */
 export interface SocketEnds {
@@ -132,12 +137,34 @@ export function startTimeOf(pid: number): string | undefined {
 }
 
 /**
+ * The process that made the other end of the connected Unix socket `socket`
+ * (the kernel's record, SO_PEERCRED), with its start time; undefined
+ * without the addon or when it is gone. Read as the connection opens.
+ */
+export function unixSocketPeer(socket: Socket): PeerProcess | undefined {
+  const binding = loadShm().binding;
+  const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+  if (binding === undefined || typeof fd !== 'number' || fd < 0) return undefined;
+  try {
+    const [pid, uid] = binding.peer(fd);
+    const startTime = startTimeOf(pid);
+    return startTime === undefined ? undefined : { pid, uid, startTime };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Process `pid` as the peer of the connection with `ends`, or undefined when
  * it cannot be shown to hold the other end (another process, another
- * network namespace, a pid this process may not inspect).
+ * network namespace, a pid this process may not inspect). A connection
+ * through a Unix socket gives `unixPeer`, what {@link unixSocketPeer} read
+ * as it opened (null: nothing could be read): `pid` must be that process,
+ * still running.
  */
-export function provePeer(ends: SocketEnds, pid: number): PeerProcess | undefined {
+export function provePeer(ends: SocketEnds, pid: number, unixPeer?: PeerProcess | null): PeerProcess | undefined {
   if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
+  if (unixPeer !== undefined) return unixPeer !== null && unixPeer.pid === pid && startTimeOf(pid) === unixPeer.startTime ? unixPeer : undefined;
   const socket = peerSocket(ends);
   if (!socket) return undefined;
   const startTime = startTimeOf(pid);
