@@ -85,7 +85,7 @@ export const EXPERIMENTS: readonly Experiment[] = [
     mechanism: 'Connections to a data port of the same host and user go through its Unix socket instead of TCP loopback (off: TENSORBUS_UNIX_SOCKETS=0).',
     on: {},
     off: { TENSORBUS_UNIX_SOCKETS: '0' },
-    cases: [NOOP, KB4, RREF, RL],
+    cases: [NOOP, KB4, MB4, RREF, RL],
     placements: ['one-host'],
   },
   {
