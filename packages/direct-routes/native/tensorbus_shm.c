@@ -8,6 +8,8 @@
  *   peer(fd) -> [pid, uid]                        the process at the other end of a connected Unix socket, as
  *                                                 the kernel recorded it when the connection was made (SO_PEERCRED):
  *                                                 the proof of a peer that segment references need on such a socket
+ *   sendBuffer(fd, bytes)                         asks for a socket send buffer of bytes (the kernel caps it at
+ *                                                 net.core.wmem_max): a Unix socket's default holds a fifth of a MiB
  *
  * A mapping is unmapped when its ArrayBuffer is garbage-collected; a
  * segment's memory is freed when its creator has closed the descriptor and
@@ -193,14 +195,29 @@ static napi_value peer_of(napi_env env, napi_callback_info info) {
   return result;
 }
 
+static napi_value send_buffer(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int32_t fd, bytes;
+  if (argc < 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_int32(env, argv[1], &bytes) != napi_ok || fd < 0 || bytes <= 0) {
+    napi_throw_error(env, NULL, "sendBuffer: a socket descriptor and a size are needed");
+    return NULL;
+  }
+  int size = bytes;
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size) != 0) return throw_errno(env, "sendBuffer");
+  return NULL;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor properties[] = {
       {"create", NULL, create, NULL, NULL, NULL, napi_default, NULL},
       {"open", NULL, open_segment, NULL, NULL, NULL, napi_default, NULL},
       {"close", NULL, close_fd, NULL, NULL, NULL, napi_default, NULL},
       {"peer", NULL, peer_of, NULL, NULL, NULL, napi_default, NULL},
+      {"sendBuffer", NULL, send_buffer, NULL, NULL, NULL, napi_default, NULL},
   };
-  if (napi_define_properties(env, exports, 4, properties) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 5, properties) != napi_ok) return NULL;
   return exports;
 }
 

@@ -34,7 +34,7 @@ import { LaneGroups, writeStriped } from './lane-groups.js';
 import { RequestParser, type DirectRequest } from './request-parser.js';
 import { busyPoll } from './busy-poll.js';
 import { ServedConnection, ServedConnections } from './served-connections.js';
-import { listenUnixSocket, unixSocketsByDefault } from './unix-socket.js';
+import { listenUnixSocket, unixSocketsByDefault, widenSendBuffer } from './unix-socket.js';
 
 /** Fetches an offered payload (the transport's DirectClient), resolving with the caller's frame (empty when `sink` gave one that took the bytes). */
 export type Fetcher = (offer: DirectOffer, size: number, sink?: RequestSinkFactory) => Promise<Frame>;
@@ -197,7 +197,10 @@ export class DirectServer {
       this.maxRequestBytes,
     ));
     // Read now, while its maker surely still runs: shared-memory references on it are checked against it.
-    if (unix) conn.unixPeer = unixSocketPeer(socket) ?? null;
+    if (unix) {
+      conn.unixPeer = unixSocketPeer(socket) ?? null;
+      widenSendBuffer(socket);
+    }
     this.connections.add(conn);
     socket.on('data', (chunk: Buffer) => {
       busyPoll.received();

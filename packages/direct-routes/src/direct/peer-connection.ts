@@ -39,6 +39,7 @@ import {
   type ReplySinkFactory,
 } from './peer-replies.js';
 import { ReplyReadState } from './reply-read-state.js';
+import { widenSendBuffer } from './unix-socket.js';
 import { SegmentLoans } from './segment-loans.js';
 import type { PeerConnectionOptions } from './connection-options.js';
 
@@ -117,7 +118,10 @@ export class PeerConnection implements LaneOwner {
       clearTimeout(timer);
       this.connected = true;
       // Read now, while the port's process surely still runs: shared-memory replies on it are checked against it.
-      if (this.viaUnixSocket) this.unixPeer = unixSocketPeer(this.socket) ?? null;
+      if (this.viaUnixSocket) {
+        this.unixPeer = unixSocketPeer(this.socket) ?? null;
+        widenSendBuffer(this.socket);
+      }
     });
     this.socket.on('error', (error) => this.fail(`failed: ${error.message}`));
     this.socket.on('close', () => this.fail('closed'));

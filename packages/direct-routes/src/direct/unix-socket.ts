@@ -28,8 +28,18 @@ import { lstatSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadShm } from '../shm/shm-native.js';
+import { socketFd } from '../shm/socket-peer.js';
 import { hostId, type DirectOffer } from './direct-protocol.js';
 import { privateFolder, userId } from './private-folder.js';
+
+/**
+ * Send buffer asked for on each end of a connection through a Unix socket,
+ * bytes: the default (net.core.wmem_default, commonly 208 KiB) makes a frame
+ * of a few hundred KiB cross in several wakeups of both sides, where TCP
+ * loopback's buffers grow to 4 MiB. The kernel caps it at net.core.wmem_max.
+ */
+const SEND_BUFFER_BYTES = 4 * 2 ** 20;
 
 /** Mode bits the socket folder must not have: nobody but this user may enter it. */
 const FOLDER_FORBIDDEN = 0o077;
@@ -120,5 +130,17 @@ export function unixSocketFor(offer: DirectOffer, dir: string = socketFolder()):
     return entry.isSocket() && entry.uid === (userId() ?? entry.uid) ? path : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** Asks for {@link SEND_BUFFER_BYTES} of send buffer on a connection through a Unix socket (with the addon; otherwise it keeps the default). */
+export function widenSendBuffer(socket: Socket): void {
+  const fd = socketFd(socket);
+  const binding = loadShm().binding;
+  if (fd === undefined || binding === undefined) return;
+  try {
+    binding.sendBuffer(fd, SEND_BUFFER_BYTES);
+  } catch {
+    // Kept at the default.
   }
 }

@@ -22,6 +22,8 @@ export interface ShmBinding {
   close(fd: number): void;
   /** The process (pid, uid) at the other end of the connected Unix socket `fd`, as the kernel recorded it when the connection was made. */
   peer(fd: number): [number, number];
+  /** Asks for a send buffer of `bytes` on socket `fd` (the kernel caps it at net.core.wmem_max). */
+  sendBuffer(fd: number, bytes: number): void;
 }
 
 const ADDON_PATH = fileURLToPath(new URL('../../../native/build/tensorbus_shm.node', import.meta.url));

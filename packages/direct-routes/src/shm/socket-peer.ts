@@ -136,6 +136,12 @@ export function startTimeOf(pid: number): string | undefined {
   }
 }
 
+/** The descriptor of an open Node socket (undefined where Node does not say). */
+export function socketFd(socket: Socket): number | undefined {
+  const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
+}
+
 /**
  * The process that made the other end of the connected Unix socket `socket`
  * (the kernel's record, SO_PEERCRED), with its start time; undefined
@@ -143,8 +149,8 @@ export function startTimeOf(pid: number): string | undefined {
  */
 export function unixSocketPeer(socket: Socket): PeerProcess | undefined {
   const binding = loadShm().binding;
-  const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
-  if (binding === undefined || typeof fd !== 'number' || fd < 0) return undefined;
+  const fd = socketFd(socket);
+  if (binding === undefined || fd === undefined) return undefined;
   try {
     const [pid, uid] = binding.peer(fd);
     const startTime = startTimeOf(pid);
