@@ -130,3 +130,21 @@ test('unix socket - a path that would not fit a socket address is not used', (t)
   t.teardown(() => rmSync(deep, { recursive: true, force: true }));
   t.is(unixSocketFor({ hostId: hostId(), host: '127.0.0.1', port: 40_020, token: Buffer.alloc(16) }, deep), undefined);
 });
+
+test('unix socket - a port that starts removes the sockets of its host that nothing listens on (processes killed by a signal), and keeps the live ones', async (t) => {
+  const dir = privateDir(t);
+  const dead = unixSocketPath(40_030, dir)!;
+  const child = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(dead)}, () => process.kill(process.pid, 'SIGTERM'))`]);
+  await new Promise((resolve) => child.once('exit', resolve));
+  t.true(lstatSync(dead).isSocket(), 'a process killed by a signal left its socket');
+  const live = await listenUnixSocket(40_031, () => undefined, dir);
+  t.teardown(() => live?.close());
+  const other = join(dir, 'someone-else.sock');
+  writeFileSync(other, '');
+  const started = await listenUnixSocket(40_032, () => undefined, dir);
+  t.teardown(() => started?.close());
+  t.false(existsSync(dead), 'the dead socket is gone');
+  t.true(lstatSync(unixSocketPath(40_031, dir)!).isSocket(), 'a socket something listens on stays');
+  t.true(existsSync(other), 'a file not named as this host\'s sockets stays');
+});
+

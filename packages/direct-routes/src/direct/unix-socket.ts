@@ -19,12 +19,17 @@
  * path fits a socket address; a socket file found there was left by a
  * process killed while it held this same TCP port (which this process holds
  * now), and is replaced. It is removed when the port closes or the process
- * exits. `direct: { unixSockets: false }` (or `TENSORBUS_UNIX_SOCKETS=0` for
- * the default) keeps a transport on TCP both ways.
+ * exits; a process killed by a signal leaves its socket, so a port that
+ * starts also removes the sockets of its host tag that nothing listens on
+ * (not in this network namespace's `/proc/net/unix`; one bound in the
+ * instant between its file's creation and its listing would lose its file,
+ * and its peers would connect over TCP). `direct: { unixSockets: false }`
+ * (or `TENSORBUS_UNIX_SOCKETS=0` for the default) keeps a transport on TCP
+ * both ways.
  * @module
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, unlinkSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,6 +70,36 @@ export function unixSocketPath(port: number, dir: string = socketFolder()): stri
   return Buffer.byteLength(path) <= MAX_PATH_BYTES ? path : undefined;
 }
 
+/**
+ * Removes the sockets of this host's tag in `dir` (but `own`) that no
+ * socket of this network namespace is bound to: left by processes killed
+ * by a signal. Only sockets of this user are touched; on any failure to
+ * read what is bound, nothing is.
+ */
+function removeDeadSockets(dir: string, own: string): void {
+  let bound: Set<string>;
+  let names: string[];
+  try {
+    // "Num RefCount Protocol Flags Type St Inode Path": the path, when bound to one, is the 8th field.
+    bound = new Set(readFileSync('/proc/net/unix', 'latin1').split('\n').slice(1).map((line) => line.trim().split(/\s+/)[7]).filter((path): path is string => path !== undefined));
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  const prefix = `${hostTag}-`;
+  const uid = userId();
+  for (const name of names) {
+    const path = join(dir, name);
+    if (!name.startsWith(prefix) || !name.endsWith('.sock') || path === own || bound.has(path)) continue;
+    try {
+      const entry = lstatSync(path);
+      if (entry.isSocket() && entry.uid === (uid ?? entry.uid)) unlinkSync(path);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+}
+
 /** Sockets this process listens on, removed at its exit. */
 const listening = new Set<string>();
 let removeAtExit = false;
@@ -83,6 +118,7 @@ export async function listenUnixSocket(port: number, onConnection: (socket: Sock
   } catch {
     // Nothing there.
   }
+  removeDeadSockets(dir, path);
   const server = createServer(onConnection);
   try {
     await new Promise<void>((resolve, reject) => {
