@@ -56,6 +56,15 @@ static void finalize_mapping(napi_env env, void* data, void* hint) {
   free(m);
 }
 
+/* [first, second], a two-element array. */
+static napi_value pair(napi_env env, napi_value first, napi_value second) {
+  napi_value result;
+  CHECK(napi_create_array_with_length(env, 2, &result));
+  CHECK(napi_set_element(env, result, 0, first));
+  CHECK(napi_set_element(env, result, 1, second));
+  return result;
+}
+
 static napi_value map_fd(napi_env env, int fd, size_t size) {
   void* address = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (address == MAP_FAILED) return throw_errno(env, "mmap");
@@ -100,12 +109,9 @@ static napi_value create(napi_env env, napi_callback_info info) {
     close(fd);
     return NULL;
   }
-  napi_value result, fd_value;
-  CHECK(napi_create_array_with_length(env, 2, &result));
+  napi_value fd_value;
   CHECK(napi_create_int32(env, fd, &fd_value));
-  CHECK(napi_set_element(env, result, 0, fd_value));
-  CHECK(napi_set_element(env, result, 1, buffer));
-  return result;
+  return pair(env, fd_value, buffer);
 }
 
 static napi_value open_segment(napi_env env, napi_callback_info info) {
@@ -186,13 +192,10 @@ static napi_value peer_of(napi_env env, napi_callback_info info) {
     napi_throw_error(env, NULL, "peer: no process at the other end");
     return NULL;
   }
-  napi_value result, pid, uid;
-  CHECK(napi_create_array_with_length(env, 2, &result));
+  napi_value pid, uid;
   CHECK(napi_create_int32(env, cred.pid, &pid));
   CHECK(napi_create_uint32(env, cred.uid, &uid));
-  CHECK(napi_set_element(env, result, 0, pid));
-  CHECK(napi_set_element(env, result, 1, uid));
-  return result;
+  return pair(env, pid, uid);
 }
 
 static napi_value send_buffer(napi_env env, napi_callback_info info) {

@@ -24,6 +24,12 @@ async function echoPort(t: ExecutionContext, serverOptions: { unixSockets?: bool
   return { server, route, call, connection };
 }
 
+/** A process that listens on `path` and is killed by `signal` as soon as it does: it leaves its socket file behind. */
+async function killedListener(path: string, signal: NodeJS.Signals): Promise<void> {
+  const child = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(path)}, () => process.kill(process.pid, '${signal}'))`]);
+  await new Promise((resolve) => child.once('exit', resolve));
+}
+
 /** A fresh folder of this user, mode 0700, removed after the test. */
 function privateDir(t: ExecutionContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'tb-unix-'));
@@ -100,9 +106,7 @@ test('unix socket - a folder others may enter, or a link to one, is not used to 
 test('unix socket - a socket file left by a killed process is replaced; a file that is not a socket is left alone and the port keeps TCP alone', async (t) => {
   const dir = privateDir(t);
   const stale = unixSocketPath(40_010, dir)!;
-  // A process killed while it listened leaves its socket file behind.
-  const child = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`]);
-  await new Promise((resolve) => child.once('exit', resolve));
+  await killedListener(stale, 'SIGKILL');
   t.true(lstatSync(stale).isSocket(), 'the killed listener left its socket');
   let connected = 0;
   const server = await listenUnixSocket(40_010, (socket) => {
@@ -134,8 +138,7 @@ test('unix socket - a path that would not fit a socket address is not used', (t)
 test('unix socket - a port that starts removes the sockets of its host that nothing listens on (processes killed by a signal), and keeps the live ones', async (t) => {
   const dir = privateDir(t);
   const dead = unixSocketPath(40_030, dir)!;
-  const child = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(dead)}, () => process.kill(process.pid, 'SIGTERM'))`]);
-  await new Promise((resolve) => child.once('exit', resolve));
+  await killedListener(dead, 'SIGTERM');
   t.true(lstatSync(dead).isSocket(), 'a process killed by a signal left its socket');
   const live = await listenUnixSocket(40_031, () => undefined, dir);
   t.teardown(() => live?.close());
