@@ -8,7 +8,7 @@ import { Frame, type FrameSink, type Payload } from '@tensorbus/core';
 import { holdPayload, type HeldPayload } from '@tensorbus/core/internal';
 import { drainNow, FillingStalledError, placeFilling, receiveFilling, REQUEST_MAX_MS, REQUEST_STALL_MS } from '../shm/filling.js';
 import { SEGMENT_REF_BYTES, segmentRefBytes, type SegmentRef, type SharedSegments } from '../shm/shared-segments.js';
-import { provePeer, unixSocketPeer, type PeerProcess } from '../shm/socket-peer.js';
+import { provePeer, type PeerProcess } from '../shm/socket-peer.js';
 import {
   DEFAULT_DIRECT_MIN_BYTES,
   DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
@@ -34,7 +34,7 @@ import { LaneGroups, writeStriped } from './lane-groups.js';
 import { RequestParser, type DirectRequest } from './request-parser.js';
 import { busyPoll } from './busy-poll.js';
 import { ServedConnection, ServedConnections } from './served-connections.js';
-import { listenUnixSocket, unixSocketsByDefault, widenSendBuffer } from './unix-socket.js';
+import { listenUnixSocket, unixSocketOpened, unixSocketsByDefault } from './unix-socket.js';
 
 /** Fetches an offered payload (the transport's DirectClient), resolving with the caller's frame (empty when `sink` gave one that took the bytes). */
 export type Fetcher = (offer: DirectOffer, size: number, sink?: RequestSinkFactory) => Promise<Frame>;
@@ -196,11 +196,7 @@ export class DirectServer {
       (token, subject) => this.routes.get(token)?.subject === subject,
       this.maxRequestBytes,
     ));
-    // Read now, while its maker surely still runs: shared-memory references on it are checked against it.
-    if (unix) {
-      conn.unixPeer = unixSocketPeer(socket) ?? null;
-      widenSendBuffer(socket);
-    }
+    if (unix) conn.unixPeer = unixSocketOpened(socket);
     this.connections.add(conn);
     socket.on('data', (chunk: Buffer) => {
       busyPoll.received();

@@ -12,7 +12,7 @@ import { connect, type Socket } from 'node:net';
 import type { Frame, FrameSink } from '@tensorbus/core';
 import { acquireFrame } from '@tensorbus/core/internal';
 import { SEGMENT_REF_BYTES, type SegmentRef } from '../shm/shared-segments.js';
-import { unixSocketPeer, type PeerProcess, type SocketEnds } from '../shm/socket-peer.js';
+import type { PeerProcess, SocketEnds } from '../shm/socket-peer.js';
 import {
   COALESCE_BYTES,
   isLoopback,
@@ -39,7 +39,7 @@ import {
   type ReplySinkFactory,
 } from './peer-replies.js';
 import { ReplyReadState } from './reply-read-state.js';
-import { widenSendBuffer } from './unix-socket.js';
+import { unixSocketOpened } from './unix-socket.js';
 import { SegmentLoans } from './segment-loans.js';
 import type { PeerConnectionOptions } from './connection-options.js';
 
@@ -117,11 +117,7 @@ export class PeerConnection implements LaneOwner {
     this.socket.once('connect', () => {
       clearTimeout(timer);
       this.connected = true;
-      // Read now, while the port's process surely still runs: shared-memory replies on it are checked against it.
-      if (this.viaUnixSocket) {
-        this.unixPeer = unixSocketPeer(this.socket) ?? null;
-        widenSendBuffer(this.socket);
-      }
+      if (this.viaUnixSocket) this.unixPeer = unixSocketOpened(this.socket);
     });
     this.socket.on('error', (error) => this.fail(`failed: ${error.message}`));
     this.socket.on('close', () => this.fail('closed'));

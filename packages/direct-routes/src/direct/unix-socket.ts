@@ -34,7 +34,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadShm } from '../shm/shm-native.js';
-import { socketFd } from '../shm/socket-peer.js';
+import { socketFd, unixSocketPeer, type PeerProcess } from '../shm/socket-peer.js';
 import { hostId, type DirectOffer } from './direct-protocol.js';
 import { privateFolder, userId } from './private-folder.js';
 
@@ -169,14 +169,23 @@ export function unixSocketFor(offer: DirectOffer, dir: string = socketFolder()):
   }
 }
 
-/** Asks for {@link SEND_BUFFER_BYTES} of send buffer on a connection through a Unix socket (with the addon; otherwise it keeps the default). */
-export function widenSendBuffer(socket: Socket): void {
+/**
+ * Sets up either end of a connection through a Unix socket as it opens:
+ * asks for {@link SEND_BUFFER_BYTES} of send buffer (with the addon;
+ * otherwise it keeps the default), and returns the process the kernel says
+ * made the other end, read now while it surely still runs (null when it
+ * cannot be read): shared-memory references on the connection are checked
+ * against it (socket-peer.ts).
+ */
+export function unixSocketOpened(socket: Socket): PeerProcess | null {
   const fd = socketFd(socket);
   const binding = loadShm().binding;
-  if (fd === undefined || binding === undefined) return;
-  try {
-    binding.sendBuffer(fd, SEND_BUFFER_BYTES);
-  } catch {
-    // Kept at the default.
+  if (fd !== undefined && binding !== undefined) {
+    try {
+      binding.sendBuffer(fd, SEND_BUFFER_BYTES);
+    } catch {
+      // Kept at the default.
+    }
   }
+  return unixSocketPeer(socket) ?? null;
 }
