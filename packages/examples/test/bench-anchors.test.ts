@@ -75,6 +75,30 @@ for (const quick of [false, true]) {
   });
 }
 
+test.serial('bench - PyTorch\'s round trips run three times in a full run, each case\'s figure the median of the runs\' medians', async (t) => {
+  const { runner, CASES } = await benchWithStandIns();
+  // A stand-in whose figure is the next of 9, 2, 1 µs: the median (2) is neither the first, the last nor the mean run.
+  const counter = join(process.env.TENSORBUS_ANCHORS_DIR!, 'runs');
+  writeFileSync(counter, '0');
+  writeFileSync(
+    join(process.env.TENSORBUS_ANCHORS_DIR!, 'torch_rpc.py'),
+    `const fs = require('node:fs');
+    const run = Number(fs.readFileSync(${JSON.stringify(counter)}, 'utf8'));
+    fs.writeFileSync(${JSON.stringify(counter)}, String(run + 1));
+    const us = [9, 2, 1][run];
+    console.log(JSON.stringify({ system: 'stand-in', case: 'noop', bytes: 0, median_us: us }));
+    for (const a of process.argv.slice(2)) if (/^\\d+:/.test(a)) console.log(JSON.stringify({ system: 'stand-in', case: 'identity', bytes: Number(a.split(':')[0]), median_us: us * 10 }));`,
+  );
+  const latency = CASES.filter((c) => c.id === 'noop' || c.id === '4MB');
+  const { results } = await runner.runPytorchLatency(latency, false, false, 3);
+  t.is(readFileSync(counter, 'utf8'), '3', 'the script ran three times');
+  const noop = results.find((r) => r.caseId === 'noop')!;
+  const mb4 = results.find((r) => r.caseId === '4MB')!;
+  t.is(noop.medianMs! * 1000, 2);
+  t.deepEqual(noop.runMediansMs!.map((ms) => Math.round(ms * 1000)), [9, 2, 1]);
+  t.is(Math.round(mb4.medianMs! * 1000), 20);
+});
+
 test('bench - the anchor scripts are in the repository, and no file points outside it for them', (t) => {
   for (const script of ['torch_rpc.py', 'torch_rpc_throughput.py', 'torch_rref_autograd.py', 'pytorch-rl/main.py', 'pytorch-rl/gym/__init__.py', 'pytorch-rl/gymnasium/__init__.py']) {
     t.true(existsSync(join(REPO, 'packages/examples/bench-anchors', script)), script);

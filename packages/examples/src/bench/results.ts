@@ -16,6 +16,8 @@ export interface CaseResult {
   p10Ms?: number;
   p90Ms?: number;
   n?: number;
+  /** Round-trip cases of a peer run more than once (PyTorch's script): each run's median, ms; `medianMs` is their median. */
+  runMediansMs?: number[];
   /** Round-trip cases: repetitions lost (no answer in time, or a failed transfer), counted as infinitely slow in the median. */
   timeouts?: number;
   /** Rate cases: median over the rounds, per second. */

@@ -11,7 +11,7 @@ import { formatDetail, formatRate, formatTime } from './report/format.js';
 import type { CaseResult, PeakRecord } from './results.js';
 import { median, summarize, type LatencySamples, type RateRounds } from './stats.js';
 import { runsCase, type NodeSystem } from './systems/node-systems.js';
-import { runAnchorScript, untimedCalls, type AnchorLine } from './systems/pytorch.js';
+import { runAnchorScript, untimedCalls } from './systems/pytorch.js';
 import { SYSTEM_LABELS, type SystemId } from './systems/system-ids.js';
 
 /** Prints progress: which case, which block, which system, and each figure as it comes. */
@@ -113,28 +113,33 @@ export async function runPeakCase(system: NodeSystem, c: BenchCase, quick: boole
   return { result: result!, peaks };
 }
 
-function toResults(lines: AnchorLine[], cases: readonly BenchCase[]): CaseResult[] {
-  const out: CaseResult[] = [];
-  for (const c of cases) {
-    const line = lines.find((l) => (c.bytes === 0 ? l.case === 'noop' : l.case === 'identity' && l.bytes === c.bytes));
-    if (line?.median_us !== undefined) out.push({ caseId: c.id, system: 'pytorch', medianMs: line.median_us / 1000 });
-  }
-  return out;
-}
-
 /**
- * Runs torch_rpc.py for the round-trip `cases` (its own repetitions: 2000 up
- * to 64 KB, 30 up to 8 MB, 5 beyond; each case's warm-up as tensorbus's),
- * with the peak memory of its workers when `watchPeak`.
+ * Runs torch_rpc.py `runs` times for the round-trip `cases` (its own
+ * repetitions: 2000 up to 64 KB, 30 up to 8 MB, 5 beyond; each case's
+ * warm-up as tensorbus's, in every run): each case's figure is the median of
+ * the runs' medians, each run's in `runMediansMs`. The first run also gives
+ * the peak memory of its workers when `watchPeak`.
  */
-export async function runPytorchLatency(cases: readonly BenchCase[], watchPeak: boolean, quick: boolean): Promise<{ results: CaseResult[]; peaks: PeakRecord[] }> {
+export async function runPytorchLatency(cases: readonly BenchCase[], watchPeak: boolean, quick: boolean, runs = 1): Promise<{ results: CaseResult[]; peaks: PeakRecord[] }> {
   const noop = cases.find((c) => c.bytes === 0);
   const sizes = cases.filter((c) => (c.bytes ?? 0) > 0).map((c) => `${c.bytes}:${untimedCalls(c, quick)}`);
-  const { lines, peaks } = await runAnchorScript('torch_rpc.py', [...(noop ? ['--noop-warmup', String(untimedCalls(noop, quick))] : []), ...sizes], watchPeak);
-  return {
-    results: toResults(lines, cases),
-    peaks: peaks.map((p) => ({ system: 'pytorch', role: p.role, pid: p.pid, peakBytes: p.peakBytes, resetAtStart: false })),
-  };
+  const args = [...(noop ? ['--noop-warmup', String(untimedCalls(noop, quick))] : []), ...sizes];
+  const medians = new Map<string, number[]>(cases.map((c) => [c.id, []]));
+  let peaks: PeakRecord[] = [];
+  for (let run = 0; run < runs; run++) {
+    const got = await runAnchorScript('torch_rpc.py', args, watchPeak && run === 0);
+    if (run === 0) peaks = got.peaks.map((p) => ({ system: 'pytorch', role: p.role, pid: p.pid, peakBytes: p.peakBytes, resetAtStart: false }));
+    for (const c of cases) {
+      const line = got.lines.find((l) => (c.bytes === 0 ? l.case === 'noop' : l.case === 'identity' && l.bytes === c.bytes));
+      if (line?.median_us !== undefined) medians.get(c.id)!.push(line.median_us / 1000);
+    }
+  }
+  const results: CaseResult[] = [];
+  for (const c of cases) {
+    const ms = medians.get(c.id)!;
+    if (ms.length === runs) results.push({ caseId: c.id, system: 'pytorch', medianMs: median(ms), ...(runs > 1 ? { runMediansMs: ms } : {}) });
+  }
+  return { results, peaks };
 }
 
 /** Runs torch_rpc_throughput.py `runs` times (window 64, case `c`'s warm-up as tensorbus's) and keeps the median run. */

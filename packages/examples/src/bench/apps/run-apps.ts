@@ -128,28 +128,43 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
       results.push(failed.has(system) ? { caseId: c.id, system, skipped: failed.get(system) } : { caseId: c.id, system, perSecond: median(runs), runs });
     }
   }
-  if (options.pytorch) {
-    const seconds = options.quick ? PYTORCH_RL_SECONDS.quick : PYTORCH_RL_SECONDS.full;
-    // Per-step rates climb as episodes lengthen: the two examples are compared over the same stretch of training.
-    const rl = APP_CASES.find((c) => c.id === 'rl')!;
-    process.stdout.write(`        ${rl.title}, ${current.label}, the first ${seconds} s of training ... `);
-    try {
-      const rate = await runExample(rl, current, options.quick, (out) => ['--max-seconds', String(seconds), '--max-episodes', '1000000', '--out', out]);
-      console.log(`${rate.toFixed(1)} ${rl.unit}/s`);
-      results.push({ caseId: 'rl', system: 'timed', perSecond: rate, runs: [rate] });
-    } catch (error) {
-      console.log(`failed: ${(error as Error).message}`);
-      results.push({ caseId: 'rl', system: 'timed', skipped: `failed: ${(error as Error).message}` });
-    }
-    process.stdout.write(`        PyTorch RPC RL example (bench-anchors/pytorch-rl/main.py, world size 5), ${seconds} s ... `);
-    try {
-      const rate = await runPytorchRl(seconds);
-      console.log(`${rate.toFixed(0)} steps/s`);
-      results.push({ caseId: 'rl', system: 'pytorch', perSecond: rate, runs: [rate] });
-    } catch (error) {
-      console.log(`failed: ${(error as Error).message}`);
-      results.push({ caseId: 'rl', system: 'pytorch', skipped: `failed: ${(error as Error).message}` });
+  if (options.pytorch) results.push(...(await runBesidePytorch(current, options.quick, runsEach)));
+  return results;
+}
+
+/**
+ * This build's RL example for PyTorch's fixed time (`--max-seconds`), then
+ * PyTorch's RPC RL example, in turn, `runs` times each (3 in a full run: one
+ * run of PyTorch's moved by a third from the next on this machine): the
+ * medians are compared, since the steps/s of a run climb as its episodes
+ * lengthen and only runs of the same length compare.
+ */
+async function runBesidePytorch(current: Build, quick: boolean, runsEach: number): Promise<AppResult[]> {
+  const seconds = quick ? PYTORCH_RL_SECONDS.quick : PYTORCH_RL_SECONDS.full;
+  const runs = Math.min(runsEach, 3);
+  const rl = APP_CASES.find((c) => c.id === 'rl')!;
+  const sides: Array<{ system: 'timed' | 'pytorch'; title: string; unit: string; run: () => Promise<number> }> = [
+    { system: 'timed', title: `${rl.title}, ${current.label}, the first ${seconds} s of training`, unit: `${rl.unit}/s`, run: () => runExample(rl, current, quick, (out) => ['--max-seconds', String(seconds), '--max-episodes', '1000000', '--out', out]) },
+    { system: 'pytorch', title: `PyTorch RPC RL example (bench-anchors/pytorch-rl/main.py, world size 5), ${seconds} s`, unit: 'steps/s', run: () => runPytorchRl(seconds) },
+  ];
+  const rates = new Map<string, number[]>(sides.map((s) => [s.system, []]));
+  const failed = new Map<string, string>();
+  for (let r = 0; r < runs; r++) {
+    for (const side of sides) {
+      if (failed.has(side.system)) continue;
+      process.stdout.write(`        ${side.title}, run ${r + 1}/${runs} ... `);
+      try {
+        const rate = await side.run();
+        rates.get(side.system)!.push(rate);
+        console.log(`${rate.toFixed(1)} ${side.unit}`);
+      } catch (error) {
+        failed.set(side.system, `failed: ${(error as Error).message}`);
+        console.log(`failed: ${(error as Error).message}`);
+      }
     }
   }
-  return results;
+  return sides.map(({ system }) => {
+    const got = rates.get(system)!;
+    return failed.has(system) ? { caseId: 'rl', system, skipped: failed.get(system) } : { caseId: 'rl', system, perSecond: median(got), runs: got };
+  });
 }
