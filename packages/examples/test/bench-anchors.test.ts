@@ -11,6 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
+import type { NodeSystem } from '../src/bench/systems/node-systems.js';
+
+const PEAK_BYTES = 400 * 2 ** 20;
 
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
 
@@ -55,48 +58,50 @@ function tensorbusWarmup(casePlan: typeof import('../src/bench/cases.js').casePl
 
 for (const quick of [false, true]) {
   const run = quick ? 'quick run' : 'full run';
-  test.serial(`bench - ${run} - every PyTorch case is warmed up with as many calls as tensorbus's same case`, async (t) => {
+  test.serial(`bench - ${run} - every run of a PyTorch case is warmed up with as many calls as tensorbus's whole case`, async (t) => {
     const { runner, CASES, casePlan } = await benchWithStandIns();
-    const latency = CASES.filter((c) => c.kind === 'latency');
-    const { results } = await runner.runPytorchLatency(latency, false, quick);
-    t.is(results.length, latency.length);
-    for (const c of latency) {
-      const given = results.find((r) => r.caseId === c.id)!.medianMs! * 1000;
-      t.is(given, tensorbusWarmup(casePlan, c, quick), `${c.id}: PyTorch's warm-up`);
+    for (const c of CASES.filter((x) => x.bytes !== PEAK_BYTES)) {
+      const figure = await runner.runPytorchCase(c, quick);
+      t.is(figure.perSecond ?? figure.medianMs! * 1000, tensorbusWarmup(casePlan, c, quick), `${c.id}: PyTorch's warm-up`);
     }
-    const rateCase = CASES.find((c) => c.kind === 'rate')!;
-    const rate = await runner.runPytorchRate(rateCase, 1, 100, quick);
-    t.is(rate.perSecond, tensorbusWarmup(casePlan, rateCase, quick), 'async calls: PyTorch\'s warm-up');
-    const protocols = CASES.filter((c) => c.kind === 'rref' || c.kind === 'autograd');
-    for (const r of await runner.runPytorchProtocols(protocols, quick)) {
-      const c = protocols.find((p) => p.id === r.caseId)!;
-      t.is(r.perSecond ?? r.medianMs! * 1000, tensorbusWarmup(casePlan, c, quick), `${c.id}: PyTorch's warm-up`);
-    }
+    const peak = CASES.find((c) => c.bytes === PEAK_BYTES)!;
+    const { results } = await runner.runPytorchLatency([peak], false, quick);
+    t.is(results[0]!.medianMs! * 1000, tensorbusWarmup(casePlan, peak, quick), "400 MB: PyTorch's warm-up");
   });
 }
 
-test.serial('bench - PyTorch\'s round trips run three times in a full run, each case\'s figure the median of the runs\' medians', async (t) => {
-  const { runner, CASES } = await benchWithStandIns();
-  // A stand-in whose figure is the next of 9, 2, 1 µs: the median (2) is neither the first, the last nor the mean run.
-  const counter = join(process.env.TENSORBUS_ANCHORS_DIR!, 'runs');
-  writeFileSync(counter, '0');
-  writeFileSync(
-    join(process.env.TENSORBUS_ANCHORS_DIR!, 'torch_rpc.py'),
-    `const fs = require('node:fs');
-    const run = Number(fs.readFileSync(${JSON.stringify(counter)}, 'utf8'));
-    fs.writeFileSync(${JSON.stringify(counter)}, String(run + 1));
-    const us = [9, 2, 1][run];
-    console.log(JSON.stringify({ system: 'stand-in', case: 'noop', bytes: 0, median_us: us }));
-    for (const a of process.argv.slice(2)) if (/^\\d+:/.test(a)) console.log(JSON.stringify({ system: 'stand-in', case: 'identity', bytes: Number(a.split(':')[0]), median_us: us * 10 }));`,
-  );
-  const latency = CASES.filter((c) => c.id === 'noop' || c.id === '4MB');
-  const { results } = await runner.runPytorchLatency(latency, false, false, 3);
-  t.is(readFileSync(counter, 'utf8'), '3', 'the script ran three times');
-  const noop = results.find((r) => r.caseId === 'noop')!;
-  const mb4 = results.find((r) => r.caseId === '4MB')!;
-  t.is(noop.medianMs! * 1000, 2);
-  t.deepEqual(noop.runMediansMs!.map((ms) => Math.round(ms * 1000)), [9, 2, 1]);
-  t.is(Math.round(mb4.medianMs! * 1000), 20);
+test.serial('bench - PyTorch runs once in each block of a case, after the Node systems, and its figure is the median of its runs', async (t) => {
+  const { runner, CASES, casePlan } = await benchWithStandIns();
+  const c = CASES.find((x) => x.id === '4MB')!;
+  t.is(casePlan(c, false).blocks, 3);
+  const order: string[] = [];
+  // A Node system answering each block with one sample, and a peer whose runs give 9, 2, 1 ms:
+  // the median (2) is neither the first, the last nor the mean run.
+  const node = {
+    id: 'tcp',
+    kinds: new Set(['latency']),
+    processes: [],
+    caller: { request: async () => (order.push('tcp'), { samplesMs: [5] }) },
+    stop: async () => {},
+  } as unknown as NodeSystem;
+  const figures = [9, 2, 1];
+  const peer = {
+    system: 'pytorch' as const,
+    run: async () => {
+      order.push('pytorch');
+      return { medianMs: figures.shift()! };
+    },
+  };
+  const results = await runner.runCase(c, [node], false, new runner.Progress(1), peer);
+  t.deepEqual(order, ['tcp', 'pytorch', 'tcp', 'pytorch', 'tcp', 'pytorch']);
+  const torch = results.find((r) => r.system === 'pytorch')!;
+  t.is(torch.medianMs, 2);
+  t.deepEqual(torch.runMediansMs, [9, 2, 1]);
+  // A run that fails leaves PyTorch's figure out with the reason, and the case goes on without it.
+  const failing = { system: 'pytorch' as const, run: () => Promise.reject(new Error('torch_rpc.py exited with 1')) };
+  const partial = await runner.runCase(c, [node], false, new runner.Progress(1), failing);
+  t.regex(partial.find((r) => r.system === 'pytorch')!.skipped!, /torch_rpc\.py exited with 1/);
+  t.is(partial.find((r) => r.system === 'tcp')!.n, 3);
 });
 
 test('bench - the anchor scripts are in the repository, and no file points outside it for them', (t) => {

@@ -5,9 +5,8 @@
  * raw NATS, gRPC-js and raw TCP: a client and a server process each), runs
  * every case on every system (a browser tab in headless Chromium calling a
  * Node worker and called by one over the server's WebSocket port, beside
- * Node to Node through the bus alone: no-op and 4 MB), runs the PyTorch RPC
- * anchor scripts, the
- * growth study and the 400 MB case with peak memory, then the two-host part
+ * Node to Node through the bus alone: no-op and 4 MB) with the PyTorch RPC
+ * anchor script of the case run in each block, the growth study and the 400 MB case with peak memory, then the two-host part
  * (4 MB and 400 MB between two network namespaces joined by a veth pair,
  * tensorbus and PyTorch RPC; see two-hosts.ts), then writes
  * `bench.json`, `bench.md` and `bench-rtt.svg` to `--out` (default out/bench).
@@ -43,7 +42,7 @@ import { renderMarkdown } from './report/markdown.js';
 import { writePerformanceDoc } from './report/performance-doc.js';
 import { evaluateTargets } from './report/targets.js';
 import type { BenchReport, CaseResult, GrowthRecord, MissingSystem, PeakRecord } from './results.js';
-import { Progress, runCase, runPeakCase, runPytorchLatency, runPytorchProtocols, runPytorchRate } from './runner.js';
+import { Progress, runCase, runPeakCase, runPytorchCase, runPytorchLatency, type BlockPeer } from './runner.js';
 import { runsCase, startNodeSystem, type NodeSystem, type NodeSystemId } from './systems/node-systems.js';
 import { PYTORCH_MISSING, torchAvailability } from './systems/pytorch.js';
 import { BROWSER_SYSTEMS, SYSTEM_IDS, SYSTEM_LABELS, TWO_HOST_SYSTEMS } from './systems/system-ids.js';
@@ -132,48 +131,19 @@ const twoHostTensorbus = options.systems.has('tensorbus-2hosts') && twoHostCases
 const progress = new Progress(mainCases.length + (peakCase ? runs(peakCase) : 0) + (twoHostTensorbus ? twoHostCases.length : 0));
 
 // 1. Every case but the largest, case by case, the systems' blocks
-//    interleaved (a burst of load from elsewhere hits them alike).
-for (const c of mainCases) results.push(...(await runCase(c, systems, options.quick, progress)));
-
-// 2. PyTorch RPC: its anchor scripts (bench-anchors/), each case warmed up as tensorbus's.
-const torchLatencyCases = mainCases.filter((c) => c.kind === 'latency');
-const torchRate = mainCases.find((c) => c.kind === 'rate');
-const torchProtocolCases = mainCases.filter((c) => c.kind === 'rref' || c.kind === 'autograd');
+//    interleaved (a burst of load from elsewhere hits them alike), and
+//    PyTorch RPC's anchor script (bench-anchors/) run once in each block,
+//    warmed up as tensorbus is for the whole case.
 const torchHere = torchOk && options.systems.has('pytorch');
-if (torchHere) {
-  try {
-    if (torchLatencyCases.length > 0) {
-      // Run to run, PyTorch's 30-call median of 4 MB moved by half on this machine: its figure is the median of three runs, as the rate's.
-      const runsOfLatency = options.quick ? 1 : 3;
-      console.log(`PyTorch RPC: torch_rpc.py (${torchLatencyCases.map((c) => c.id).join(', ')}), ${runsOfLatency} run(s) ...`);
-      const torch = await runPytorchLatency(torchLatencyCases, false, options.quick, runsOfLatency);
-      for (const r of torch.results) {
-        const each = r.runMediansMs ? ` (runs: ${r.runMediansMs.map((ms) => (ms * 1000).toFixed(0)).join(', ')} µs)` : '';
-        console.log(`        -> ${r.caseId}: median ${(r.medianMs! * 1000).toFixed(0)} µs${each}`);
-      }
-      results.push(...torch.results);
-    }
-    if (torchRate) {
-      const runsOfScript = options.quick ? 1 : 3;
-      console.log(`PyTorch RPC: torch_rpc_throughput.py 64 in flight, ${runsOfScript} run(s) ...`);
-      const rate = await runPytorchRate(torchRate, runsOfScript, options.quick ? 5_000 : 20_000, options.quick);
-      console.log(`        -> ${rate.perSecond!.toFixed(0)} calls/s`);
-      results.push(rate);
-    }
-    if (torchProtocolCases.length > 0) {
-      console.log(`PyTorch RPC: torch_rref_autograd.py (${torchProtocolCases.map((c) => c.id).join(', ')}) ...`);
-      for (const r of await runPytorchProtocols(torchProtocolCases, options.quick)) {
-        console.log(`        -> ${r.caseId}: ${r.perSecond !== undefined ? `${r.perSecond.toFixed(0)}/s` : `median ${(r.medianMs! * 1000).toFixed(0)} µs`}`);
-        results.push(r);
-      }
-    }
-  } catch (error) {
-    console.log(`  PyTorch RPC failed: ${(error as Error).message}`);
-    missing.push({ system: 'pytorch', reason: `failed: ${(error as Error).message}` });
-  }
+for (const c of mainCases) {
+  const peer: BlockPeer | undefined = torchHere ? { system: 'pytorch', run: () => runPytorchCase(c, options.quick) } : undefined;
+  const caseResults = await runCase(c, systems, options.quick, progress, peer);
+  results.push(...caseResults);
+  const torchFailed = caseResults.find((r) => r.system === 'pytorch' && r.skipped);
+  if (torchFailed && !missing.some((m) => m.system === 'pytorch')) missing.push({ system: 'pytorch', reason: torchFailed.skipped! });
 }
 
-// 3. Growth: 1..16 callers calling one callee.
+// 2. Growth: 1..16 callers calling one callee.
 if (options.cases.has(GROWTH_ID)) {
   const grown = systems.filter((s) => s.id === 'tensorbus-nats' || s.id === 'tensorbus-local' || s.id === 'nats');
   growth = await runGrowth(grown, nats?.url, options.quick);
@@ -183,7 +153,7 @@ if (options.cases.has(GROWTH_ID)) {
 const liveTensors = { before: tensorsBefore, after: await tensorCounts() };
 console.log(`tensors alive in the tensorbus processes: ${JSON.stringify(liveTensors)}`);
 
-// 4. The largest round trip, with the peak memory of every process; each
+// 3. The largest round trip, with the peak memory of every process; each
 //    system stops right after, so the next does not share the machine with
 //    its multi-GB heaps.
 for (const system of systems) {
@@ -210,7 +180,7 @@ if (peakCase && torchHere) {
 }
 await nats?.stop();
 
-// 5. Between two hosts: two network namespaces joined by a veth pair, made here and removed after.
+// 4. Between two hosts: two network namespaces joined by a veth pair, made here and removed after.
 const twoHosts = await runTwoHosts(
   {
     cases: twoHostCases,
@@ -225,7 +195,7 @@ results.push(...twoHosts.results);
 peaks.push(...twoHosts.peaks);
 missing.push(...twoHosts.missing);
 
-// 6. The applications: the examples as a user runs them, this build against the baseline build and PyTorch.
+// 5. The applications: the examples as a user runs them, this build against the baseline build and PyTorch.
 let apps: AppReport | undefined;
 if (options.cases.has(APPS_ID)) {
   console.log('applications: the RL, parameter-server and pipeline examples through tensorbus launch ...');
@@ -246,7 +216,7 @@ if (options.cases.has(APPS_ID)) {
   apps = { baseline: baseline && { rev: baseline.rev, commit: baseline.commit }, results };
 }
 
-// 7. The report.
+// 6. The report.
 const targets = evaluateTargets(results, peaks, PEAK_MEMORY_BYTES);
 const report: BenchReport = {
   started: started.toISOString(),

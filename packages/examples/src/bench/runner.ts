@@ -1,7 +1,7 @@
 /**
  * Runs the cases: each case on each Node system through its caller process
- * (blocks interleaved across systems), the peak-memory case with every
- * process's peak reset first, and the PyTorch anchor scripts. Prints which
+ * (blocks interleaved across systems, PyTorch's anchor script run once in
+ * each block), and the peak-memory case with every process's peak reset first. Prints which
  * case and system runs, and each figure as it comes.
  * @module
  */
@@ -11,7 +11,7 @@ import { formatDetail, formatRate, formatTime } from './report/format.js';
 import type { CaseResult, PeakRecord } from './results.js';
 import { median, summarize, type LatencySamples, type RateRounds } from './stats.js';
 import { runsCase, type NodeSystem } from './systems/node-systems.js';
-import { runAnchorScript, untimedCalls } from './systems/pytorch.js';
+import { runAnchorScript, untimedCalls, type AnchorLine } from './systems/pytorch.js';
 import { SYSTEM_LABELS, type SystemId } from './systems/system-ids.js';
 
 /** Prints progress: which case, which block, which system, and each figure as it comes. */
@@ -64,15 +64,41 @@ function toResult(c: BenchCase, system: SystemId, got: Collected): CaseResult {
   return { caseId: c.id, system, medianMs: s.medianMs, p10Ms: s.p10Ms, p90Ms: Number.isFinite(s.p90Ms) ? s.p90Ms : undefined, n: s.n, ...timeouts };
 }
 
+/** What one run of a peer's script gives for a case: a round trip's median, or a rate. */
+export interface PeerFigure {
+  medianMs?: number;
+  perSecond?: number;
+}
+
+/** A peer measured inside a case's blocks: its script is run once in each block, after the Node systems'. */
+export interface BlockPeer {
+  system: SystemId;
+  run(): Promise<PeerFigure>;
+}
+
+/** The peer's figure of case `c` from its runs: the median of the runs' medians (round trips) or of their rates. */
+function peerResult(c: BenchCase, peer: BlockPeer, runs: PeerFigure[], skipped: string | undefined): CaseResult {
+  if (skipped) return { caseId: c.id, system: peer.system, skipped };
+  if (c.kind === 'latency' || c.kind === 'autograd') {
+    const medians = runs.map((r) => r.medianMs!);
+    return { caseId: c.id, system: peer.system, medianMs: median(medians), runMediansMs: medians };
+  }
+  const rates = runs.map((r) => r.perSecond!);
+  return { caseId: c.id, system: peer.system, perSecond: median(rates), rounds: rates };
+}
+
 /**
  * Runs case `c` on every system that supports it, blocks interleaved across
- * the systems (see CasePlan). A failure leaves that system's figure out,
- * saying why.
+ * the systems (see CasePlan), and `peer`'s script once in each block after
+ * them, so that a slow stretch of this shared machine lands on the peer as
+ * on the Node systems. A failure leaves that system's figure out, saying why.
  */
-export async function runCase(c: BenchCase, systems: NodeSystem[], quick: boolean, progress: Progress): Promise<CaseResult[]> {
+export async function runCase(c: BenchCase, systems: NodeSystem[], quick: boolean, progress: Progress, peer?: BlockPeer): Promise<CaseResult[]> {
   const plan = casePlan(c, quick);
   const runners = systems.filter((s) => runsCase(s, c));
   const collected = new Map<SystemId, Collected>(runners.map((s) => [s.id, { samplesMs: [], rounds: [], timeouts: 0 }]));
+  const peerRuns: PeerFigure[] = [];
+  let peerSkipped: string | undefined;
   for (let b = 0; b < plan.blocks; b++) {
     progress.block(c.title, b, plan.blocks);
     for (const system of runners) {
@@ -92,8 +118,20 @@ export async function runCase(c: BenchCase, systems: NodeSystem[], quick: boolea
         progress.figure(got.skipped);
       }
     }
+    if (peer && !peerSkipped) {
+      progress.system(peer.system);
+      try {
+        const figure = await peer.run();
+        peerRuns.push(figure);
+        progress.figure(figure.medianMs !== undefined ? formatTime(figure.medianMs) : formatRate(figure.perSecond!));
+      } catch (error) {
+        peerSkipped = `failed: ${(error as Error).message}`;
+        progress.figure(peerSkipped);
+      }
+    }
   }
   const results = runners.map((s) => toResult(c, s.id, collected.get(s.id)!));
+  if (peer) results.push(peerResult(c, peer, peerRuns, peerSkipped));
   progress.finish(results);
   return results;
 }
@@ -113,64 +151,60 @@ export async function runPeakCase(system: NodeSystem, c: BenchCase, quick: boole
   return { result: result!, peaks };
 }
 
+/** The one JSON line of `lines` with `case`, else an error naming the script. */
+function lineOf(lines: AnchorLine[], script: string, wanted: (line: AnchorLine) => boolean, what: string): AnchorLine {
+  const line = lines.find(wanted);
+  if (!line) throw new Error(`${script} printed no ${what}`);
+  return line;
+}
+
 /**
- * Runs torch_rpc.py `runs` times for the round-trip `cases` (its own
- * repetitions: 2000 up to 64 KB, 30 up to 8 MB, 5 beyond; each case's
- * warm-up as tensorbus's, in every run): each case's figure is the median of
- * the runs' medians, each run's in `runMediansMs`. The first run also gives
- * the peak memory of its workers when `watchPeak`.
+ * One run of PyTorch's anchor script for case `c` alone, given the untimed
+ * calls tensorbus gets in the whole case ({@link untimedCalls}): each run is
+ * a fresh pair of processes, so each is warmed up at least as tensorbus is.
+ * Round trips: torch_rpc.py (its own repetitions: 2000 up to 64 KB, 30 up to
+ * 8 MB, 5 beyond), its median; calls/s: torch_rpc_throughput.py (64 in
+ * flight, `calls`); rref: torch_rref_autograd.py's cycles/s (the median of
+ * its five rounds); autograd: its median step (a RemoteModule forward, a
+ * local loss, backward across both workers, get_gradients, context exit).
  */
-export async function runPytorchLatency(cases: readonly BenchCase[], watchPeak: boolean, quick: boolean, runs = 1): Promise<{ results: CaseResult[]; peaks: PeakRecord[] }> {
-  const noop = cases.find((c) => c.bytes === 0);
-  const sizes = cases.filter((c) => (c.bytes ?? 0) > 0).map((c) => `${c.bytes}:${untimedCalls(c, quick)}`);
-  const args = [...(noop ? ['--noop-warmup', String(untimedCalls(noop, quick))] : []), ...sizes];
-  const medians = new Map<string, number[]>(cases.map((c) => [c.id, []]));
-  let peaks: PeakRecord[] = [];
-  for (let run = 0; run < runs; run++) {
-    const got = await runAnchorScript('torch_rpc.py', args, watchPeak && run === 0);
-    if (run === 0) peaks = got.peaks.map((p) => ({ system: 'pytorch', role: p.role, pid: p.pid, peakBytes: p.peakBytes, resetAtStart: false }));
-    for (const c of cases) {
-      const line = got.lines.find((l) => (c.bytes === 0 ? l.case === 'noop' : l.case === 'identity' && l.bytes === c.bytes));
-      if (line?.median_us !== undefined) medians.get(c.id)!.push(line.median_us / 1000);
+export async function runPytorchCase(c: BenchCase, quick: boolean): Promise<PeerFigure> {
+  const warmup = String(untimedCalls(c, quick));
+  switch (c.kind) {
+    case 'latency': {
+      const { lines } = await runAnchorScript('torch_rpc.py', c.bytes === 0 ? ['--noop-warmup', warmup] : [`${c.bytes}:${warmup}`]);
+      const wanted = (l: AnchorLine) => (c.bytes === 0 ? l.case === 'noop' : l.case === 'identity' && l.bytes === c.bytes);
+      return { medianMs: lineOf(lines, 'torch_rpc.py', (l) => wanted(l) && l.median_us !== undefined, `median for ${c.id}`).median_us! / 1000 };
+    }
+    case 'rate': {
+      const calls = quick ? 5_000 : 20_000;
+      const { lines } = await runAnchorScript('torch_rpc_throughput.py', ['64', String(calls), warmup]);
+      return { perSecond: lineOf(lines, 'torch_rpc_throughput.py', (l) => l.calls_per_s !== undefined, 'calls_per_s').calls_per_s! };
+    }
+    case 'rref':
+    case 'autograd': {
+      const { lines } = await runAnchorScript('torch_rref_autograd.py', [`--${c.kind}-warmup`, warmup]);
+      const line = lineOf(lines, 'torch_rref_autograd.py', (l) => l.case === c.kind, `${c.kind} figure`);
+      if (c.kind === 'rref' && line.calls_per_s !== undefined) return { perSecond: line.calls_per_s };
+      if (c.kind === 'autograd' && line.median_us !== undefined) return { medianMs: line.median_us / 1000 };
+      throw new Error(`torch_rref_autograd.py printed no ${c.kind} figure`);
     }
   }
-  const results: CaseResult[] = [];
-  for (const c of cases) {
-    const ms = medians.get(c.id)!;
-    if (ms.length === runs) results.push({ caseId: c.id, system: 'pytorch', medianMs: median(ms), ...(runs > 1 ? { runMediansMs: ms } : {}) });
-  }
-  return { results, peaks };
-}
-
-/** Runs torch_rpc_throughput.py `runs` times (window 64, case `c`'s warm-up as tensorbus's) and keeps the median run. */
-export async function runPytorchRate(c: BenchCase, runs: number, calls: number, quick: boolean): Promise<CaseResult> {
-  const caseId = c.id;
-  const rounds: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const { lines } = await runAnchorScript('torch_rpc_throughput.py', ['64', String(calls), String(untimedCalls(c, quick))]);
-    const rate = lines.find((l) => l.calls_per_s !== undefined)?.calls_per_s;
-    if (rate === undefined) throw new Error('torch_rpc_throughput.py printed no calls_per_s');
-    rounds.push(rate);
-  }
-  return { caseId, system: 'pytorch', perSecond: median(rounds), rounds };
 }
 
 /**
- * Runs torch_rref_autograd.py once for the protocol `cases`: `rref` (remote +
- * to_here + release per second, the median of its five rounds) and
- * `autograd` (the median step of a RemoteModule forward, a local loss,
- * backward across both workers, get_gradients and context exit), each
- * warmed up as tensorbus is.
+ * Runs torch_rpc.py once for the round-trip `cases` (each case's warm-up as
+ * tensorbus's), with the peak memory of its workers when `watchPeak` (the
+ * 400 MB case, run on its own after the other cases).
  */
-export async function runPytorchProtocols(cases: readonly BenchCase[], quick: boolean): Promise<CaseResult[]> {
-  const warmups = cases.flatMap((c) => [`--${c.kind}-warmup`, String(untimedCalls(c, quick))]);
-  const { lines } = await runAnchorScript('torch_rref_autograd.py', warmups);
-  const out: CaseResult[] = [];
+export async function runPytorchLatency(cases: readonly BenchCase[], watchPeak: boolean, quick: boolean): Promise<{ results: CaseResult[]; peaks: PeakRecord[] }> {
+  const noop = cases.find((c) => c.bytes === 0);
+  const sizes = cases.filter((c) => (c.bytes ?? 0) > 0).map((c) => `${c.bytes}:${untimedCalls(c, quick)}`);
+  const { lines, peaks } = await runAnchorScript('torch_rpc.py', [...(noop ? ['--noop-warmup', String(untimedCalls(noop, quick))] : []), ...sizes], watchPeak);
+  const results: CaseResult[] = [];
   for (const c of cases) {
-    const line = lines.find((l) => l.case === c.kind);
-    if (c.kind === 'rref' && line?.calls_per_s !== undefined) out.push({ caseId: c.id, system: 'pytorch', perSecond: line.calls_per_s });
-    if (c.kind === 'autograd' && line?.median_us !== undefined) out.push({ caseId: c.id, system: 'pytorch', medianMs: line.median_us / 1000 });
+    const line = lines.find((l) => (c.bytes === 0 ? l.case === 'noop' : l.case === 'identity' && l.bytes === c.bytes));
+    if (line?.median_us !== undefined) results.push({ caseId: c.id, system: 'pytorch', medianMs: line.median_us / 1000 });
   }
-  if (out.length < cases.length) throw new Error(`torch_rref_autograd.py printed ${out.length} of the ${cases.length} figures asked for`);
-  return out;
+  return { results, peaks: peaks.map((p) => ({ system: 'pytorch', role: p.role, pid: p.pid, peakBytes: p.peakBytes, resetAtStart: false })) };
 }

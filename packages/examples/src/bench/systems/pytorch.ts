@@ -5,8 +5,10 @@
  * cycles and a dist autograd step) with the system's python, in the same run
  * as tensorbus, and reads the JSON lines they print. The scripts are copies of
  * the reference anchors, changed only so that each case's warm-up is given on
- * the command line: the bench gives PyTorch the untimed calls it gives
- * tensorbus ({@link untimedCalls}; see bench-anchors/README.md).
+ * the command line and one case can run alone: the bench runs a case's script
+ * once in each of the case's blocks and gives every run the untimed calls it
+ * gives tensorbus in the whole case ({@link untimedCalls}; see
+ * bench-anchors/README.md).
  *
  * Python is `TENSORBUS_PYTHON` or /usr/bin/python3; `TENSORBUS_ANCHORS_DIR`
  * runs the scripts of another folder instead.
