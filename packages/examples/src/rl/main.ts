@@ -72,13 +72,16 @@ async function runAgent(rpc: RpcAgent, s: Settings): Promise<void> {
   let running = 0;
   let solved = false;
   let steps = 0;
-  for (let episode = 1; episode <= s.maxEpisodes && !solved && Date.now() - started < s.maxSeconds * 1000; episode++) {
+  // When the last round ended: both the curve's time and the --max-seconds check (a second reading could pass the limit the curve did not).
+  let elapsedMs = 0;
+  for (let episode = 1; episode <= s.maxEpisodes && !solved && elapsedMs < s.maxSeconds * 1000; episode++) {
     await agent.runEpisode(s.steps);
     const round = agent.finishEpisode();
     steps += round.steps;
     running = 0.05 * round.minReward + 0.95 * running;
     solved = running > threshold;
-    curve.push({ episode, minReward: round.minReward, meanReward: round.meanReward, runningReward: running, seconds: (Date.now() - started) / 1000 });
+    elapsedMs = Date.now() - started;
+    curve.push({ episode, minReward: round.minReward, meanReward: round.meanReward, runningReward: running, seconds: elapsedMs / 1000 });
     console.log(
       `episode ${String(episode).padStart(4)}  last reward ${round.minReward.toFixed(0).padStart(3)} (mean ${round.meanReward.toFixed(1).padStart(5)})` +
         `  running reward ${running.toFixed(2).padStart(6)} ${progressBar(Math.max(0, running), threshold)}`,
