@@ -72,6 +72,37 @@ hostsTest('bench two hosts - PyTorch\'s rank 0 runs in host A and rank 1 in host
   for (const p of measured.peaks) t.true(p.peakBytes > 64 << 20, `${p.role}: ${p.peakBytes}`);
 });
 
+hostsTest('bench two hosts - PyTorch runs its 4 MB once in each of tensorbus\'s blocks between the hosts, its figure the median of the runs', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tb-torch2-blocks-'));
+  const standIn = join(dir, 'stand-in.mjs');
+  // Rank 0 counts its runs and answers 1, 3, 2 ms in turn (for any size asked).
+  writeFileSync(
+    standIn,
+    [
+      "import { appendFileSync, existsSync, readFileSync } from 'node:fs';",
+      'const [rank, , , sizes] = process.argv.slice(2);',
+      `const log = ${JSON.stringify(join(dir, 'runs'))};`,
+      "if (rank === '0') {",
+      "  const run = existsSync(log) ? readFileSync(log, 'utf8').length : 0;",
+      "  appendFileSync(log, 'x');",
+      "  for (const bytes of sizes.split(',')) console.log(JSON.stringify({ case: 'identity', bytes: Number(bytes), median_us: [1000, 3000, 2000][run % 3] }));",
+      '}',
+    ].join('\n'),
+  );
+  const run = await runTwoHosts(
+    { cases: [case4MB], tensorbus: true, pytorch: true, quick: true, pytorchCommand: { python: process.execPath, script: standIn } },
+    new Progress(1),
+  );
+  t.deepEqual(run.missing, []);
+  const torch = run.results.find((r) => r.system === 'pytorch-2hosts')!;
+  const blocks = run.results.find((r) => r.system === 'tensorbus-2hosts')!;
+  t.true(Number.isFinite(blocks.medianMs));
+  // A quick run's 4 MB has two blocks: two runs, 1 and 3 ms, whose median is 2.
+  t.is(readFileSync(join(dir, 'runs'), 'utf8'), 'xx');
+  t.deepEqual(torch.runMediansMs, [1, 3]);
+  t.is(torch.medianMs, 2);
+});
+
 test('bench two hosts - where namespaces cannot be made, both systems are missing with the reason and the run goes on', async (t) => {
   const run = await runTwoHosts({ cases: [case4MB], tensorbus: true, pytorch: true, quick: true, hosts: { ip: '/nonexistent/ip' } }, new Progress(1));
   t.deepEqual(run.results, []);

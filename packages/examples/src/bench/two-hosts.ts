@@ -5,7 +5,9 @@
  * tensorbus there (nats-server and the driver in A, the callee in B, each
  * data port on its host's veth address) and PyTorch RPC (rank 0 in A, rank 1
  * in B), the identity of 4 MB and 400 MB with the peak memory of each
- * process, and removes the namespaces. Where they cannot be made (not root,
+ * process, and removes the namespaces. PyTorch's 4 MB runs once in each of
+ * tensorbus's blocks, as on one host; its 400 MB runs after, with the peak
+ * memory of its ranks. Where they cannot be made (not root,
  * no `ip`), it says why and the two systems are missing: the run is partial,
  * never failed.
  * @module
@@ -15,7 +17,7 @@ import type { DirectStats } from '@tensorbus/nats-transport';
 import { PEAK_MEMORY_BYTES, type BenchCase, type Repetitions } from './cases.js';
 import { BenchChild } from './process/bench-child.js';
 import type { CaseResult, MissingSystem, PeakRecord, TwoHostSetup } from './results.js';
-import { runCase, runPeakCase, type Progress } from './runner.js';
+import { runCase, runPeakCase, type BlockPeer, type Progress } from './runner.js';
 import { system, type NodeSystem } from './systems/node-systems.js';
 import { PYTORCH_TWO_HOST_PATH, runPytorchTwoHosts } from './systems/pytorch-two-hosts.js';
 import { SYSTEM_LABELS, type SystemId } from './systems/system-ids.js';
@@ -64,6 +66,8 @@ export interface TwoHostPlan {
   quick: boolean;
   /** Where the namespaces are made (the `ip` command, the subnet). */
   hosts?: TwoHostsOptions;
+  /** The interpreter and script PyTorch's ranks run (tests give a stand-in; default: python3 and torch_rpc_two_hosts.py). */
+  pytorchCommand?: { python?: string; script?: string };
 }
 
 function say(text: string): void {
@@ -78,7 +82,22 @@ export function describePath(stats: DirectStats | null): string {
   return `${over}, ${shared === 0 ? 'none' : String(shared)} through shared memory`;
 }
 
-async function tensorbusBetween(hosts: TwoHosts, plan: TwoHostPlan, progress: Progress): Promise<{ results: CaseResult[]; peaks: PeakRecord[]; path: string }> {
+/**
+ * PyTorch RPC between the hosts as a peer of case `c`'s blocks: one run of its
+ * script for `c` alone in each block (each run warms up as the script does).
+ */
+function pytorchBetween(hosts: TwoHosts, c: BenchCase, command: TwoHostPlan['pytorchCommand']): BlockPeer {
+  return {
+    system: 'pytorch-2hosts',
+    run: async () => ({ medianMs: (await runPytorchTwoHosts(hosts, [c.bytes!], () => c.id, command)).results[0]!.medianMs }),
+  };
+}
+
+/**
+ * tensorbus between the hosts; with `withPytorch`, PyTorch RPC takes part in
+ * the blocks of every case but the peak-memory one (see runner.ts, `runCase`).
+ */
+async function tensorbusBetween(hosts: TwoHosts, plan: TwoHostPlan, progress: Progress, withPytorch: boolean): Promise<{ results: CaseResult[]; peaks: PeakRecord[]; path: string }> {
   const [addressA, addressB] = hosts.addresses;
   // Host A: the nats-server (max_payload as the one-host part's) and the driver; host B: the callee.
   const server: NsProcess = await hosts.natsServer(0, `listen: ${addressA}:4222\nmax_payload: ${64 * 1024 * 1024}`);
@@ -107,7 +126,9 @@ async function tensorbusBetween(hosts: TwoHosts, plan: TwoHostPlan, progress: Pr
   const results: CaseResult[] = [];
   const peaks: PeakRecord[] = [];
   try {
-    for (const c of plan.cases.filter((x) => x.bytes !== PEAK_MEMORY_BYTES)) results.push(...(await runCase(betweenHosts(c, plan.quick), [running], plan.quick, progress)));
+    for (const c of plan.cases.filter((x) => x.bytes !== PEAK_MEMORY_BYTES)) {
+      results.push(...(await runCase(betweenHosts(c, plan.quick), [running], plan.quick, progress, withPytorch ? pytorchBetween(hosts, c, plan.pytorchCommand) : undefined)));
+    }
     const peakCase = plan.cases.find((x) => x.bytes === PEAK_MEMORY_BYTES);
     if (peakCase) {
       const measured = await runPeakCase(running, peakCase, plan.quick, progress);
@@ -149,10 +170,11 @@ export async function runTwoHosts(plan: TwoHostPlan, progress: Progress): Promis
   }
   out.setup.setup = `Hosts A (${hosts.addresses[0]}) and B (${hosts.addresses[1]}): network namespaces ${hosts.names.join(' and ')} made by the bench, joined by a veth pair, removed after`;
   say(`two hosts: ${out.setup.setup}`);
+  const pytorchRuns = plan.pytorch && !plan.pytorchMissing;
   try {
     if (plan.tensorbus) {
       try {
-        const measured = await tensorbusBetween(hosts, plan, progress);
+        const measured = await tensorbusBetween(hosts, plan, progress, pytorchRuns);
         out.results.push(...measured.results);
         out.peaks.push(...measured.peaks);
         out.setup.tensorbusPath = measured.path;
@@ -162,13 +184,17 @@ export async function runTwoHosts(plan: TwoHostPlan, progress: Progress): Promis
         out.missing.push({ system: 'tensorbus-2hosts', reason: `failed: ${(error as Error).message}` });
       }
     }
+    const torchFailed = out.results.find((r) => r.system === 'pytorch-2hosts' && r.skipped);
+    if (torchFailed) out.missing.push({ system: 'pytorch-2hosts', reason: torchFailed.skipped! });
+    // What PyTorch has no figure of yet: the peak-memory case, or every case when tensorbus did not run.
+    const left = plan.cases.filter((c) => !out.results.some((r) => r.system === 'pytorch-2hosts' && r.caseId === c.id));
     if (plan.pytorch && plan.pytorchMissing) {
       out.missing.push({ system: 'pytorch-2hosts', reason: plan.pytorchMissing });
-    } else if (plan.pytorch) {
-      const sizes = plan.cases.map((c) => c.bytes!);
-      say(`PyTorch RPC between the hosts: rank 0 in A, rank 1 in B (${plan.cases.map((c) => c.id).join(', ')}, peak memory of both ranks) ...`);
+    } else if (pytorchRuns && !torchFailed && left.length > 0) {
+      const sizes = left.map((c) => c.bytes!);
+      say(`PyTorch RPC between the hosts: rank 0 in A, rank 1 in B (${left.map((c) => c.id).join(', ')}, peak memory of both ranks) ...`);
       try {
-        const measured = await runPytorchTwoHosts(hosts, sizes, (bytes) => plan.cases.find((c) => c.bytes === bytes)!.id);
+        const measured = await runPytorchTwoHosts(hosts, sizes, (bytes) => left.find((c) => c.bytes === bytes)!.id, plan.pytorchCommand);
         out.results.push(...measured.results);
         out.peaks.push(...measured.peaks);
         out.setup.pytorchPath = PYTORCH_TWO_HOST_PATH;
