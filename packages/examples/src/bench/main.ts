@@ -42,7 +42,7 @@ import { renderMarkdown } from './report/markdown.js';
 import { writePerformanceDoc } from './report/performance-doc.js';
 import { evaluateTargets } from './report/targets.js';
 import type { BenchReport, CaseResult, GrowthRecord, MissingSystem, PeakRecord } from './results.js';
-import { Progress, runCase, runPeakCase, runPytorchCase, runPytorchLatency, type BlockPeer } from './runner.js';
+import { Progress, runCase, runPeakCase, runPytorchCase, runPytorchRoundTrip, type BlockPeer } from './runner.js';
 import { runsCase, startNodeSystem, type NodeSystem, type NodeSystemId } from './systems/node-systems.js';
 import { PYTORCH_MISSING, torchAvailability } from './systems/pytorch.js';
 import { BROWSER_SYSTEMS, SYSTEM_IDS, SYSTEM_LABELS, TWO_HOST_SYSTEMS } from './systems/system-ids.js';
@@ -168,10 +168,10 @@ for (const system of systems) {
 if (peakCase && torchHere) {
   console.log(`PyTorch RPC: torch_rpc.py ${peakCase.bytes} (peak memory of its workers) ...`);
   try {
-    const torch = await runPytorchLatency([peakCase], true, options.quick);
-    results.push(...torch.results);
+    const torch = await runPytorchRoundTrip(peakCase, options.quick, true);
+    results.push({ caseId: peakCase.id, system: 'pytorch', medianMs: torch.medianMs });
     peaks.push(...torch.peaks);
-    for (const r of torch.results) console.log(`        -> median ${r.medianMs!.toFixed(0)} ms`);
+    console.log(`        -> median ${torch.medianMs.toFixed(0)} ms`);
     for (const p of torch.peaks) console.log(`        peak RSS of ${p.role}: ${(p.peakBytes / (1 << 20)).toFixed(0)} MB`);
   } catch (error) {
     console.log(`  PyTorch RPC 400 MB failed: ${(error as Error).message}`);

@@ -151,7 +151,7 @@ export async function runPeakCase(system: NodeSystem, c: BenchCase, quick: boole
   return { result: result!, peaks };
 }
 
-/** The one JSON line of `lines` with `case`, else an error naming the script. */
+/** The JSON line of `lines` that `wanted` picks, else an error naming the script and `what` it lacks. */
 function lineOf(lines: AnchorLine[], script: string, wanted: (line: AnchorLine) => boolean, what: string): AnchorLine {
   const line = lines.find(wanted);
   if (!line) throw new Error(`${script} printed no ${what}`);
@@ -159,23 +159,35 @@ function lineOf(lines: AnchorLine[], script: string, wanted: (line: AnchorLine) 
 }
 
 /**
+ * One run of torch_rpc.py for the round-trip case `c` alone (its own
+ * repetitions: 2000 up to 64 KB, 30 up to 8 MB, 5 beyond), given the
+ * untimed calls tensorbus gets in the whole case: its median, and with
+ * `watchPeak` the peak memory of its workers (the 400 MB case).
+ */
+export async function runPytorchRoundTrip(c: BenchCase, quick: boolean, watchPeak = false): Promise<{ medianMs: number; peaks: PeakRecord[] }> {
+  const warmup = String(untimedCalls(c, quick));
+  const { lines, peaks } = await runAnchorScript('torch_rpc.py', c.bytes === 0 ? ['--noop-warmup', warmup] : [`${c.bytes}:${warmup}`], watchPeak);
+  const wanted = (l: AnchorLine) => (c.bytes === 0 ? l.case === 'noop' : l.case === 'identity' && l.bytes === c.bytes) && l.median_us !== undefined;
+  return {
+    medianMs: lineOf(lines, 'torch_rpc.py', wanted, `median for ${c.id}`).median_us! / 1000,
+    peaks: peaks.map((p) => ({ system: 'pytorch', role: p.role, pid: p.pid, peakBytes: p.peakBytes, resetAtStart: false })),
+  };
+}
+
+/**
  * One run of PyTorch's anchor script for case `c` alone, given the untimed
  * calls tensorbus gets in the whole case ({@link untimedCalls}): each run is
  * a fresh pair of processes, so each is warmed up at least as tensorbus is.
- * Round trips: torch_rpc.py (its own repetitions: 2000 up to 64 KB, 30 up to
- * 8 MB, 5 beyond), its median; calls/s: torch_rpc_throughput.py (64 in
- * flight, `calls`); rref: torch_rref_autograd.py's cycles/s (the median of
- * its five rounds); autograd: its median step (a RemoteModule forward, a
- * local loss, backward across both workers, get_gradients, context exit).
+ * Round trips: {@link runPytorchRoundTrip}; calls/s: torch_rpc_throughput.py
+ * (64 in flight); rref: torch_rref_autograd.py's cycles/s (the median of its
+ * five rounds); autograd: its median step (a RemoteModule forward, a local
+ * loss, backward across both workers, get_gradients, context exit).
  */
 export async function runPytorchCase(c: BenchCase, quick: boolean): Promise<PeerFigure> {
   const warmup = String(untimedCalls(c, quick));
   switch (c.kind) {
-    case 'latency': {
-      const { lines } = await runAnchorScript('torch_rpc.py', c.bytes === 0 ? ['--noop-warmup', warmup] : [`${c.bytes}:${warmup}`]);
-      const wanted = (l: AnchorLine) => (c.bytes === 0 ? l.case === 'noop' : l.case === 'identity' && l.bytes === c.bytes);
-      return { medianMs: lineOf(lines, 'torch_rpc.py', (l) => wanted(l) && l.median_us !== undefined, `median for ${c.id}`).median_us! / 1000 };
-    }
+    case 'latency':
+      return { medianMs: (await runPytorchRoundTrip(c, quick)).medianMs };
     case 'rate': {
       const calls = quick ? 5_000 : 20_000;
       const { lines } = await runAnchorScript('torch_rpc_throughput.py', ['64', String(calls), warmup]);
@@ -184,27 +196,9 @@ export async function runPytorchCase(c: BenchCase, quick: boolean): Promise<Peer
     case 'rref':
     case 'autograd': {
       const { lines } = await runAnchorScript('torch_rref_autograd.py', [`--${c.kind}-warmup`, warmup]);
-      const line = lineOf(lines, 'torch_rref_autograd.py', (l) => l.case === c.kind, `${c.kind} figure`);
-      if (c.kind === 'rref' && line.calls_per_s !== undefined) return { perSecond: line.calls_per_s };
-      if (c.kind === 'autograd' && line.median_us !== undefined) return { medianMs: line.median_us / 1000 };
-      throw new Error(`torch_rref_autograd.py printed no ${c.kind} figure`);
+      const figure = (l: AnchorLine) => (c.kind === 'rref' ? l.calls_per_s : l.median_us);
+      const line = lineOf(lines, 'torch_rref_autograd.py', (l) => l.case === c.kind && figure(l) !== undefined, `${c.kind} figure`);
+      return c.kind === 'rref' ? { perSecond: line.calls_per_s! } : { medianMs: line.median_us! / 1000 };
     }
   }
-}
-
-/**
- * Runs torch_rpc.py once for the round-trip `cases` (each case's warm-up as
- * tensorbus's), with the peak memory of its workers when `watchPeak` (the
- * 400 MB case, run on its own after the other cases).
- */
-export async function runPytorchLatency(cases: readonly BenchCase[], watchPeak: boolean, quick: boolean): Promise<{ results: CaseResult[]; peaks: PeakRecord[] }> {
-  const noop = cases.find((c) => c.bytes === 0);
-  const sizes = cases.filter((c) => (c.bytes ?? 0) > 0).map((c) => `${c.bytes}:${untimedCalls(c, quick)}`);
-  const { lines, peaks } = await runAnchorScript('torch_rpc.py', [...(noop ? ['--noop-warmup', String(untimedCalls(noop, quick))] : []), ...sizes], watchPeak);
-  const results: CaseResult[] = [];
-  for (const c of cases) {
-    const line = lines.find((l) => (c.bytes === 0 ? l.case === 'noop' : l.case === 'identity' && l.bytes === c.bytes));
-    if (line?.median_us !== undefined) results.push({ caseId: c.id, system: 'pytorch', medianMs: line.median_us / 1000 });
-  }
-  return { results, peaks: peaks.map((p) => ({ system: 'pytorch', role: p.role, pid: p.pid, peakBytes: p.peakBytes, resetAtStart: false })) };
 }

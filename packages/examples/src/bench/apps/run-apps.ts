@@ -97,6 +97,43 @@ export async function runPytorchRl(seconds: number): Promise<number> {
   return Number(lines[lines.length - 1]![2]);
 }
 
+/** One of the things an application case runs in turn: its row in the results, its progress line, and one run's rate. */
+interface Contender {
+  system: AppResult['system'];
+  title: string;
+  /** Printed after each rate. */
+  unit: string;
+  run: () => Promise<number>;
+}
+
+/**
+ * Runs `contenders` in turn (first, second, ..., first, ...), `runs` times
+ * each, printing each rate as it comes; one that fails runs no more and is
+ * reported skipped with why. Each result is the median of its runs.
+ */
+async function inTurn(caseId: AppResult['caseId'], contenders: Contender[], runs: number): Promise<AppResult[]> {
+  const rates = new Map<AppResult['system'], number[]>(contenders.map((c) => [c.system, []]));
+  const failed = new Map<AppResult['system'], string>();
+  for (let r = 0; r < runs; r++) {
+    for (const contender of contenders) {
+      if (failed.has(contender.system)) continue;
+      process.stdout.write(`        ${contender.title}, run ${r + 1}/${runs} ... `);
+      try {
+        const rate = await contender.run();
+        rates.get(contender.system)!.push(rate);
+        console.log(`${rate.toFixed(1)} ${contender.unit}`);
+      } catch (error) {
+        failed.set(contender.system, `failed: ${(error as Error).message}`);
+        console.log(`failed: ${(error as Error).message}`);
+      }
+    }
+  }
+  return contenders.map(({ system }): AppResult => {
+    const got = rates.get(system)!;
+    return failed.has(system) ? { caseId, system, skipped: failed.get(system) } : { caseId, system, perSecond: median(got), runs: got };
+  });
+}
+
 /**
  * Every application case on this build and the baseline (runs in turn), then
  * PyTorch's RL example when `pytorch` is set; prints each figure as it comes.
@@ -107,26 +144,8 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
   for (const c of APP_CASES) {
     const noPoll: Build = { ...current, label: `${current.label}, TENSORBUS_BUSY_POLL_US=0`, env: { ...current.env, TENSORBUS_BUSY_POLL_US: '0' } };
     const builds: Array<[AppResult['system'], Build]> = [['tensorbus', current], ['no-poll', noPoll], ...(baseline ? [['baseline', baseline] as [AppResult['system'], Build]] : [])];
-    const rates = new Map<AppResult['system'], number[]>(builds.map(([s]) => [s, []]));
-    const failed = new Map<AppResult['system'], string>();
-    for (let r = 0; r < runsEach; r++) {
-      for (const [system, build] of builds) {
-        if (failed.has(system)) continue;
-        process.stdout.write(`        ${c.title}, ${build.label}, run ${r + 1}/${runsEach} ... `);
-        try {
-          const rate = await runExample(c, build, options.quick);
-          rates.get(system)!.push(rate);
-          console.log(`${rate.toFixed(1)} ${c.unit}/s`);
-        } catch (error) {
-          failed.set(system, `failed: ${(error as Error).message}`);
-          console.log(`failed: ${(error as Error).message}`);
-        }
-      }
-    }
-    for (const [system] of builds) {
-      const runs = rates.get(system)!;
-      results.push(failed.has(system) ? { caseId: c.id, system, skipped: failed.get(system) } : { caseId: c.id, system, perSecond: median(runs), runs });
-    }
+    const contenders = builds.map(([system, build]): Contender => ({ system, title: `${c.title}, ${build.label}`, unit: `${c.unit}/s`, run: () => runExample(c, build, options.quick) }));
+    results.push(...(await inTurn(c.id, contenders, runsEach)));
   }
   if (options.pytorch) results.push(...(await runBesidePytorch(current, options.quick, runsEach)));
   return results;
@@ -139,32 +158,15 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
  * medians are compared, since the steps/s of a run climb as its episodes
  * lengthen and only runs of the same length compare.
  */
-async function runBesidePytorch(current: Build, quick: boolean, runsEach: number): Promise<AppResult[]> {
+function runBesidePytorch(current: Build, quick: boolean, runsEach: number): Promise<AppResult[]> {
   const seconds = quick ? PYTORCH_RL_SECONDS.quick : PYTORCH_RL_SECONDS.full;
-  const runs = Math.min(runsEach, 3);
   const rl = APP_CASES.find((c) => c.id === 'rl')!;
-  const sides: Array<{ system: 'timed' | 'pytorch'; title: string; unit: string; run: () => Promise<number> }> = [
-    { system: 'timed', title: `${rl.title}, ${current.label}, the first ${seconds} s of training`, unit: `${rl.unit}/s`, run: () => runExample(rl, current, quick, (out) => ['--max-seconds', String(seconds), '--max-episodes', '1000000', '--out', out]) },
-    { system: 'pytorch', title: `PyTorch RPC RL example (bench-anchors/pytorch-rl/main.py, world size 5), ${seconds} s`, unit: 'steps/s', run: () => runPytorchRl(seconds) },
-  ];
-  const rates = new Map<string, number[]>(sides.map((s) => [s.system, []]));
-  const failed = new Map<string, string>();
-  for (let r = 0; r < runs; r++) {
-    for (const side of sides) {
-      if (failed.has(side.system)) continue;
-      process.stdout.write(`        ${side.title}, run ${r + 1}/${runs} ... `);
-      try {
-        const rate = await side.run();
-        rates.get(side.system)!.push(rate);
-        console.log(`${rate.toFixed(1)} ${side.unit}`);
-      } catch (error) {
-        failed.set(side.system, `failed: ${(error as Error).message}`);
-        console.log(`failed: ${(error as Error).message}`);
-      }
-    }
-  }
-  return sides.map(({ system }) => {
-    const got = rates.get(system)!;
-    return failed.has(system) ? { caseId: 'rl', system, skipped: failed.get(system) } : { caseId: 'rl', system, perSecond: median(got), runs: got };
-  });
+  return inTurn(
+    'rl',
+    [
+      { system: 'timed', title: `${rl.title}, ${current.label}, the first ${seconds} s of training`, unit: `${rl.unit}/s`, run: () => runExample(rl, current, quick, (out) => ['--max-seconds', String(seconds), '--max-episodes', '1000000', '--out', out]) },
+      { system: 'pytorch', title: `PyTorch RPC RL example (bench-anchors/pytorch-rl/main.py, world size 5), ${seconds} s`, unit: 'steps/s', run: () => runPytorchRl(seconds) },
+    ],
+    Math.min(runsEach, 3),
+  );
 }
