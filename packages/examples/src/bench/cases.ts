@@ -79,8 +79,15 @@ function split(total: number, blocks: number, b: number): number {
   return Math.floor(total / blocks) + (b < total % blocks ? 1 : 0);
 }
 
-function latencyPlan(reps: number, warmup: number, blocks: number, rewarm = 0): (b: number) => LatencyPlan {
-  return (b) => ({ warmup: b === 0 ? warmup : rewarm, reps: split(reps, blocks, b) });
+/** The first block's warm-up, and for the megabyte round trips the time it may take (see {@link MEGABYTE_WARMUP}). */
+type Warmup = number | { calls: number; floor: number; maxMs: number };
+
+function latencyPlan(reps: number, warmup: Warmup, blocks: number, rewarm = 0): (b: number) => LatencyPlan {
+  return (b) => {
+    const count = split(reps, blocks, b);
+    if (b > 0) return { warmup: rewarm, reps: count };
+    return typeof warmup === 'number' ? { warmup, reps: count } : { warmup: warmup.calls, warmupFloor: warmup.floor, warmupMaxMs: warmup.maxMs, reps: count };
+  };
 }
 
 /**
@@ -105,15 +112,33 @@ const JIT_WARMUP_CYCLES = 6000;
  * ms and stays near 0.35 ms from the 2,000th step on.
  */
 const JIT_WARMUP_STEPS = 3000;
+/**
+ * Untimed steps at the start of each later block of the autograd case, for
+ * the reason `REWARM_CALLS` gives for the megabyte round trips: between two
+ * blocks the other systems and PyTorch's script run for seconds, and a step
+ * that follows such a spell is slow for a while. After 4 s of idle, the
+ * median per 25 steps of a settled pair of processes went 1.02, 0.88, 0.95,
+ * 0.65, 0.65, 0.63, 0.74 and 0.47 ms, then stayed at 0.4–0.6 ms. PyTorch's
+ * script times its 200 steps right after its warm-up; with these steps
+ * none of tensorbus's timed steps follows an idle spell either.
+ */
+const REWARM_STEPS = 200;
 
 /**
- * Warm-up of the 1–8 MB round trips in a full run, the same as between two
- * hosts (`TWO_HOST_STEADY`): V8 compiles their path (the shared-memory
- * filling, the codec's sinks) only after more calls than the five these
- * cases had. From a fresh pair of processes the median of the first 50
- * calls of 4 MB was 1.6 and 2.8 ms, against 1.0–2.1 ms later.
+ * Warm-up of the 1–8 MB round trips in a full run: 2,000 calls, as a
+ * training loop that moves megabytes runs far longer than that. tensorbus's
+ * large-frame path (the shared-memory filling, the codec's sinks, the
+ * segment pool) keeps getting faster for longer than the 300 calls this
+ * case had: in 8 pairs of fresh processes, the median of 90 calls of 4 MB
+ * after 2,000 calls of warm-up was below the one after 300 in 7 pairs
+ * (medians 1.75 against 2.7 ms; per-pair ratios 0.43–1.07, median 0.65).
+ * PyTorch's is native code: its script given 2,000 against 300 went either
+ * way (5 pairs, ratios 0.56–1.56), and it is given the same count. The
+ * warm-up stops after 10 s once 300 calls are done, so that the systems that
+ * take tens or hundreds of milliseconds a call (the bus, the browser tab)
+ * are not kept warming up for minutes; each system gets the same rule.
  */
-const MEGABYTE_WARMUP_CALLS = 300;
+const MEGABYTE_WARMUP = { calls: 2000, floor: 300, maxMs: 10_000 };
 /**
  * Untimed calls at the start of each later block of the 1–8 MB round trips.
  * Between two blocks of a system the other systems run for seconds, and
@@ -134,7 +159,7 @@ function roundTripPlan(bytes: number, quick: boolean): { blocks: number; plan: (
   // [warm-up, timed calls, blocks, untimed calls before each later block]
   const [warmup, reps, blocks, rewarm] =
     bytes <= 65_536 ? (quick ? [50, 300, 3, 0] : [JIT_WARMUP_CALLS, 5000, 5, 0])
-    : bytes <= 8 * MB ? (quick ? [2, 8, 2, 0] : [MEGABYTE_WARMUP_CALLS, 30, 3, REWARM_CALLS])
+    : bytes <= 8 * MB ? (quick ? [2, 8, 2, 0] : [MEGABYTE_WARMUP, 30, 3, REWARM_CALLS])
     : bytes <= 64 * MB ? (quick ? [1, 3, 1, 0] : [2, 10, 2, 0]) : [1, 5, 1, 0];
   return { blocks, plan: latencyPlan(reps, warmup, blocks, rewarm) };
 }
@@ -164,8 +189,8 @@ export function casePlan(c: BenchCase, quick: boolean): CasePlan {
       return { blocks: rounds, op: c.kind, params: (b) => ({ plan: plan(b) }) };
     }
     case 'autograd': {
-      const [warmup, reps, blocks] = quick ? [5, 30, 3] : [JIT_WARMUP_STEPS, 200, 5];
-      const plan = latencyPlan(reps, warmup, blocks);
+      const [warmup, reps, blocks, rewarm] = quick ? [5, 30, 3, 0] : [JIT_WARMUP_STEPS, 200, 5, REWARM_STEPS];
+      const plan = latencyPlan(reps, warmup, blocks, rewarm);
       // One model for every block, as the PyTorch script: made by the first, freed by the last.
       return { blocks, op: c.kind, params: (b) => ({ plan: plan(b), last: b === blocks - 1 }) };
     }

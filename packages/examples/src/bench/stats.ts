@@ -8,8 +8,16 @@
 
 /** How many times to run a call. */
 export interface LatencyPlan {
+  /** Untimed calls before the timed ones (at most this many when `warmupMaxMs` is set). */
   warmup: number;
   reps: number;
+  /**
+   * The warm-up stops early once it has run this long, ms, after at least
+   * `warmupFloor` calls: a system many times slower than the others is not
+   * kept warming up for minutes.
+   */
+  warmupMaxMs?: number;
+  warmupFloor?: number;
 }
 
 /** Round-trip times of a case, ms. */
@@ -73,9 +81,13 @@ export interface LatencySamples {
 /** What a timed call resolves to when it was lost (it is counted, not timed). */
 export const TIMED_OUT = Symbol('timed out');
 
-/** Runs `call` `warmup` times unmeasured, then `reps` times one after another, timing each. */
+/** Runs `call` `warmup` times unmeasured (fewer past `warmupMaxMs`), then `reps` times one after another, timing each. */
 export async function timeCalls(call: () => Promise<unknown>, plan: LatencyPlan): Promise<LatencySamples> {
-  for (let i = 0; i < plan.warmup; i++) await call();
+  const warmupEnd = performance.now() + (plan.warmupMaxMs ?? Number.POSITIVE_INFINITY);
+  for (let i = 0; i < plan.warmup; i++) {
+    if (i >= (plan.warmupFloor ?? 0) && performance.now() > warmupEnd) break;
+    await call();
+  }
   const samplesMs: number[] = [];
   let timeouts = 0;
   for (let i = 0; i < plan.reps; i++) {
