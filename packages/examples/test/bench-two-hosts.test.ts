@@ -19,6 +19,14 @@ import { runTwoHosts } from '../src/bench/two-hosts.js';
 const case4MB = CASES.find((c) => c.id === '4MB')!;
 const namespaces = () => execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
 
+/** A stand-in for PyTorch's two-host script in a fresh folder: `lines(dir)` is its source, one line each. */
+function standInScript(prefix: string, lines: (dir: string) => string[]): { dir: string; standIn: string } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const standIn = join(dir, 'stand-in.mjs');
+  writeFileSync(standIn, lines(dir).join('\n'));
+  return { dir, standIn };
+}
+
 const refused = namespacesRefused();
 if (refused) process.stderr.write(`[bench two-hosts tests] skipped: ${refused}\n`);
 const hostsTest = refused ? test.skip : test.serial;
@@ -37,20 +45,15 @@ hostsTest('bench two hosts - tensorbus between two network namespaces measures 4
 });
 
 hostsTest('bench two hosts - PyTorch\'s rank 0 runs in host A and rank 1 in host B, rendezvous at A\'s address on its veth, and both ranks\' peaks are read', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'tb-torch2-'));
-  const standIn = join(dir, 'stand-in.mjs');
   // Each rank records its network namespace and arguments; rank 0 prints figures as the real script does.
-  writeFileSync(
-    standIn,
-    [
-      "import { readlinkSync, writeFileSync } from 'node:fs';",
-      'const [rank, address, port, sizes, device] = process.argv.slice(2);',
-      `writeFileSync(${JSON.stringify(dir)} + '/rank' + rank + '.json', JSON.stringify({ ns: readlinkSync('/proc/self/ns/net'), address, port, sizes, device }));`,
-      "const hold = Buffer.alloc(64 << 20, 1);", // a peak to see
-      "if (rank === '0') for (const bytes of sizes.split(',')) console.log(JSON.stringify({ case: 'identity', bytes: Number(bytes), median_us: 1500 }));",
-      'setTimeout(() => process.exit(hold[0] - 1), 300);',
-    ].join('\n'),
-  );
+  const { dir, standIn } = standInScript('tb-torch2-', (folder) => [
+    "import { readlinkSync, writeFileSync } from 'node:fs';",
+    'const [rank, address, port, sizes, device] = process.argv.slice(2);',
+    `writeFileSync(${JSON.stringify(folder)} + '/rank' + rank + '.json', JSON.stringify({ ns: readlinkSync('/proc/self/ns/net'), address, port, sizes, device }));`,
+    "const hold = Buffer.alloc(64 << 20, 1);", // a peak to see
+    "if (rank === '0') for (const bytes of sizes.split(',')) console.log(JSON.stringify({ case: 'identity', bytes: Number(bytes), median_us: 1500 }));",
+    'setTimeout(() => process.exit(hold[0] - 1), 300);',
+  ]);
   const hosts = new TwoHosts({ subnet: '10.214.0' });
   t.teardown(() => hosts.remove());
   const measured = await runPytorchTwoHosts(hosts, [4 << 20, 400 << 20], (bytes) => `${bytes >> 20}MB`, { python: process.execPath, script: standIn });
@@ -73,22 +76,17 @@ hostsTest('bench two hosts - PyTorch\'s rank 0 runs in host A and rank 1 in host
 });
 
 hostsTest('bench two hosts - PyTorch runs its 4 MB once in each of tensorbus\'s blocks between the hosts, its figure the median of the runs', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'tb-torch2-blocks-'));
-  const standIn = join(dir, 'stand-in.mjs');
   // Rank 0 counts its runs and answers 1, 3, 2 ms in turn (for any size asked).
-  writeFileSync(
-    standIn,
-    [
-      "import { appendFileSync, existsSync, readFileSync } from 'node:fs';",
-      'const [rank, , , sizes] = process.argv.slice(2);',
-      `const log = ${JSON.stringify(join(dir, 'runs'))};`,
-      "if (rank === '0') {",
-      "  const run = existsSync(log) ? readFileSync(log, 'utf8').length : 0;",
-      "  appendFileSync(log, 'x');",
-      "  for (const bytes of sizes.split(',')) console.log(JSON.stringify({ case: 'identity', bytes: Number(bytes), median_us: [1000, 3000, 2000][run % 3] }));",
-      '}',
-    ].join('\n'),
-  );
+  const { dir, standIn } = standInScript('tb-torch2-blocks-', (folder) => [
+    "import { appendFileSync, existsSync, readFileSync } from 'node:fs';",
+    'const [rank, , , sizes] = process.argv.slice(2);',
+    `const log = ${JSON.stringify(join(folder, 'runs'))};`,
+    "if (rank === '0') {",
+    "  const run = existsSync(log) ? readFileSync(log, 'utf8').length : 0;",
+    "  appendFileSync(log, 'x');",
+    "  for (const bytes of sizes.split(',')) console.log(JSON.stringify({ case: 'identity', bytes: Number(bytes), median_us: [1000, 3000, 2000][run % 3] }));",
+    '}',
+  ]);
   const run = await runTwoHosts(
     { cases: [case4MB], tensorbus: true, pytorch: true, quick: true, pytorchCommand: { python: process.execPath, script: standIn } },
     new Progress(1),

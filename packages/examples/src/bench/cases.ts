@@ -79,15 +79,11 @@ function split(total: number, blocks: number, b: number): number {
   return Math.floor(total / blocks) + (b < total % blocks ? 1 : 0);
 }
 
-/** The first block's warm-up, and for the megabyte round trips the time it may take (see {@link MEGABYTE_WARMUP}). */
-type Warmup = number | { calls: number; floor: number; maxMs: number };
+/** The first block's warm-up: a count, or for the megabyte round trips a count with a time limit (see {@link MEGABYTE_WARMUP}). */
+type Warmup = number | Omit<LatencyPlan, 'reps'>;
 
 function latencyPlan(reps: number, warmup: Warmup, blocks: number, rewarm = 0): (b: number) => LatencyPlan {
-  return (b) => {
-    const count = split(reps, blocks, b);
-    if (b > 0) return { warmup: rewarm, reps: count };
-    return typeof warmup === 'number' ? { warmup, reps: count } : { warmup: warmup.calls, warmupFloor: warmup.floor, warmupMaxMs: warmup.maxMs, reps: count };
-  };
+  return (b) => ({ ...(b > 0 ? { warmup: rewarm } : typeof warmup === 'number' ? { warmup } : warmup), reps: split(reps, blocks, b) });
 }
 
 /**
@@ -138,7 +134,7 @@ const REWARM_STEPS = 200;
  * take tens or hundreds of milliseconds a call (the bus, the browser tab)
  * are not kept warming up for minutes; each system gets the same rule.
  */
-const MEGABYTE_WARMUP = { calls: 2000, floor: 300, maxMs: 10_000 };
+const MEGABYTE_WARMUP: Omit<LatencyPlan, 'reps'> = { warmup: 2000, warmupFloor: 300, warmupMaxMs: 10_000 };
 /**
  * Untimed calls at the start of each later block of the 1–8 MB round trips.
  * Between two blocks of a system the other systems run for seconds, and

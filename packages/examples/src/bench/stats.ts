@@ -83,9 +83,9 @@ export const TIMED_OUT = Symbol('timed out');
 
 /** Runs `call` `warmup` times unmeasured (fewer past `warmupMaxMs`), then `reps` times one after another, timing each. */
 export async function timeCalls(call: () => Promise<unknown>, plan: LatencyPlan): Promise<LatencySamples> {
-  const warmupEnd = performance.now() + (plan.warmupMaxMs ?? Number.POSITIVE_INFINITY);
+  const warmupEnd = plan.warmupMaxMs === undefined ? undefined : performance.now() + plan.warmupMaxMs;
   for (let i = 0; i < plan.warmup; i++) {
-    if (i >= (plan.warmupFloor ?? 0) && performance.now() > warmupEnd) break;
+    if (warmupEnd !== undefined && i >= (plan.warmupFloor ?? 0) && performance.now() > warmupEnd) break;
     await call();
   }
   const samplesMs: number[] = [];
