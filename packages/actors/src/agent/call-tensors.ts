@@ -4,7 +4,7 @@
  * nothing unless told, and its `tf.tidy` cannot span an `await`. So each call
  * a worker serves collects the tensors made while it runs (by the function,
  * by the ops it runs, by the replies of calls it makes), following its async
- * chain with AsyncLocalStorage, and when the call ends every one of them is
+ * chain with an AsyncSlot, and when the call ends every one of them is
  * disposed except:
  *
  * - what the call returns (sent first, then disposed as results always are),
@@ -18,7 +18,7 @@
  * the hook costs one integer comparison per tensor made.
  * @module
  */
-import { AsyncLocalStorage } from '../platform/async-scope.js';
+import { AsyncSlot } from '../platform/async-scope.js';
 import { tf } from '@tensorbus/core';
 import { hookEngine, oncePerEngine } from '@tensorbus/core/internal';
 import { forEachTensor } from '../tensors.js';
@@ -78,7 +78,7 @@ export class CallTensors {
   }
 }
 
-const scope = new AsyncLocalStorage<CallTensors | undefined>();
+const scope = new AsyncSlot<CallTensors | undefined>();
 const HOOKED = Symbol.for('tensorbus.callTensors.hooked');
 
 /** Collections open in this process: the hook does nothing while it is 0. */

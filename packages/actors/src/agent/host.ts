@@ -15,7 +15,7 @@
  * one line in the agent's plugin list (rpc-agent.ts). See docs/rpc.md.
  * @module
  */
-import { AsyncLocalStorage } from '../platform/async-scope.js';
+import { AsyncSlot } from '../platform/async-scope.js';
 import type { Observable } from 'rxjs';
 import { ShutdownError, type Transport } from '@tensorbus/core';
 import type { WorkerInfo } from '../worker-info.js';
@@ -108,7 +108,7 @@ export interface CallScope {
 }
 
 /** What the running code is serving, carried across awaits: `currentAgent()` and protocol functions read it. */
-export const callScope = new AsyncLocalStorage<CallScope>();
+export const callScope = new AsyncSlot<CallScope>();
 
 /** Names the object a plugin installs, and types it: `host.plugin(RREFS)` is an `RRefManager`. */
 export class PluginKey<T> {

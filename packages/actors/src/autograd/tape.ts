@@ -7,7 +7,7 @@
  * this module hooks three methods of the engine instance, once per process:
  *
  * - `isTapeOn()` also answers true while the running code is inside an open
- *   context (found through AsyncLocalStorage, so it follows awaits, timers and
+ *   context (found through an AsyncSlot, so it follows awaits, timers and
  *   the remote calls a context makes), so ops save what their gradients need;
  * - `saveTensorsForBackwardMode()` then shares the saved buffers (reference
  *   counted) instead of copying them;
@@ -21,7 +21,7 @@
  * the process, the hooks cost one integer comparison per op.
  * @module
  */
-import { AsyncLocalStorage } from '../platform/async-scope.js';
+import { AsyncSlot } from '../platform/async-scope.js';
 import { tf } from '@tensorbus/core';
 import { asInnerKernel, gradientDepth, hookEngine, keptClone, kernelDepth, oncePerEngine, shareTensorData, withActiveTape, type TapeNode } from '@tensorbus/core/internal';
 
@@ -38,7 +38,7 @@ export interface Recorder {
 }
 
 /** The context the running code belongs to (set by `context()` and by calls that carry one). */
-export const recordingScope = new AsyncLocalStorage<Recorder>();
+export const recordingScope = new AsyncSlot<Recorder>();
 
 const HOOKED = Symbol.for('tensorbus.autograd.hooked');
 

@@ -5,11 +5,11 @@
  * is the parent otherwise.
  * @module
  */
-import { AsyncLocalStorage } from '../platform/async-scope.js';
+import { AsyncSlot } from '../platform/async-scope.js';
 import { context, type Context } from '@opentelemetry/api';
 
 /** The OpenTelemetry context of the span running now (set by served calls and backward passes). */
-export const parentScope = new AsyncLocalStorage<Context>();
+export const parentScope = new AsyncSlot<Context>();
 
 /** The context a span started now is the child of. */
 export function parentContext(): Context {

@@ -10,14 +10,14 @@
  * @module
  */
 
-const storages = new Set<AsyncLocalStorage<unknown>>();
+const storages = new Set<AsyncSlot<unknown>>();
 
-/** A global slot with `AsyncLocalStorage`'s `run`, `exit` and `getStore`. */
-export class AsyncLocalStorage<T> {
+/** A global slot with the `run`, `exit` and `getStore` of async-scope.ts's `AsyncSlot`. */
+export class AsyncSlot<T> {
   private store: T | undefined;
 
   constructor() {
-    storages.add(this as AsyncLocalStorage<unknown>);
+    storages.add(this as AsyncSlot<unknown>);
   }
 
   /** The store of the scope open now. */
@@ -75,7 +75,7 @@ export class AsyncLocalStorage<T> {
 /** Runs `fn(arg)` later in the async scope of where it was captured. */
 export type CapturedScope = <A, R>(fn: (arg: A) => R, arg: A) => R;
 
-/** The current stores of every AsyncLocalStorage, to run code in later with them set again (synchronously). */
+/** The current stores of every slot, to run code in later with them set again (synchronously). */
 export function captureScope(_name: string): CapturedScope {
   const saved = [...storages].map((storage) => [storage, storage.getStore()] as const);
   return <A, R>(fn: (arg: A) => R, arg: A): R => {

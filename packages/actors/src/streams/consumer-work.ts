@@ -20,7 +20,7 @@
  * consumer that never finishes: use `for await` or `concatMapStream` there.
  * @module
  */
-import { AsyncLocalStorage, promiseHooks } from '../platform/async-scope.js';
+import { AsyncSlot, promiseHooks } from '../platform/async-scope.js';
 import { nextTurn } from '../platform/process.js';
 
 /** The work for one delivered item. */
@@ -33,7 +33,7 @@ interface ItemWork {
   idle: () => void;
 }
 
-const currentItem = new AsyncLocalStorage<ItemWork>();
+const currentItem = new AsyncSlot<ItemWork>();
 const madeFor = new WeakMap<Promise<unknown>, ItemWork>();
 let openTrackers = 0;
 let removeHooks: (() => void) | undefined;
