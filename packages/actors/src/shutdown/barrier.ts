@@ -6,7 +6,8 @@
  * live worker has asked to shut down, none has calls running or pending, and
  * for every pair of live workers the calls one sent equal the calls the other
  * received; two identical quiescent rounds in a row end the barrier (a message
- * in flight between the rounds would change a counter). Workers that left or
+ * in flight between the rounds would change a counter), the second asked as
+ * soon as the first is answered. Workers that left or
  * failed are not waited for. Past `timeoutMs` the worker leaves anyway and
  * rejects with RpcTimeoutError naming whom it waited for.
  *
@@ -112,6 +113,8 @@ const FIRST_ANSWER_MS = 250;
 export async function staticBarrier(self: BarrierParticipant, timeoutMs: number): Promise<void> {
   const deadline = timeoutMs > 0 ? Date.now() + timeoutMs : Infinity;
   let previous: string | undefined;
+  /** The round now asked for is the confirmation of a quiet one, asked without a pause. */
+  let confirming = false;
   let waitingFor: string[] = [];
   // A peer that has just left may still get the request and never answer: ask again soon rather
   // than wait long; a peer that is only slow gets longer each round.
@@ -122,7 +125,13 @@ export async function staticBarrier(self: BarrierParticipant, timeoutMs: number)
     waitingFor = notReady(snapshot);
     const key = waitingFor.length === 0 ? fingerprint(snapshot) : undefined;
     if (key !== undefined && key === previous) return;
+    // A first quiet round is confirmed by the next one at once: it starts after this one's answers
+    // came, so a call that moved between them changes a counter whatever the time between (the
+    // rounds are two waves of a four-counter check). Any other round pauses first.
+    const confirmNow: boolean = key !== undefined && !confirming;
+    confirming = confirmNow;
     previous = key;
+    if (confirmNow) continue;
     // The least pause also bounds how often a member that keeps telling it asked can make this worker poll.
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     const waitingOn = [...snapshot].filter(([, status]) => status !== undefined && !status.requested).map(([name]) => name);
