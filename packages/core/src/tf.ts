@@ -147,8 +147,20 @@ if (process.env.TENSORBUS_QUIET !== '1' && process.env[BACKEND_SAID_ENV] !== loa
   process.stderr.write(`${backendLine()}\n`);
 }
 
+/**
+ * The values of `exports`, read once into a plain object: tfjs's CommonJS
+ * exports are getters (each read is a call and a lookup in another
+ * package's exports), and `tf.x` is read on every op a program and the codec
+ * run; a plain object's reads cost what a module namespace's do.
+ */
+function valuesOf(exports: Tf): Tf {
+  const values: Record<string, unknown> = {};
+  for (const name of Object.keys(exports)) values[name] = (exports as unknown as Record<string, unknown>)[name];
+  return values as unknown as Tf;
+}
+
 /** The TensorFlow.js namespace in use (tfjs-node, or tfjs on WASM or CPU). */
-export const tf: Tf = loaded.tf;
+export const tf: Tf = valuesOf(loaded.tf);
 
 /** The TensorFlow.js types, so `tf.Tensor` works as a type as it does with tfjs itself. */
 // eslint-disable-next-line @typescript-eslint/no-namespace
