@@ -51,8 +51,7 @@ function wanted(): TensorBackendName | undefined {
 
 async function loadNode(): Promise<Loaded | string> {
   try {
-    const mod = requirePackage('@tensorflow/tfjs-node') as Tf & { default?: Tf };
-    const tfNode = (mod.default ?? mod) as Tf;
+    const tfNode = requirePackage('@tensorflow/tfjs-node') as Tf;
     await tfNode.ready();
     return { tf: tfNode, backend: 'tensorflow', reason: '@tensorflow/tfjs-node loaded' };
   } catch (error) {
