@@ -25,10 +25,19 @@ export type BlockCipher = (block: Uint8Array) => Uint8Array;
 const MAX_CACHED_KEYS = 4096;
 const decoded = new Map<string, KeyObject>();
 
-/** A fresh Ed25519 (signing) or X25519 (key agreement) pair. */
+/** Bytes of an Ed25519 or X25519 public key, the last part of its SPKI DER encoding (after a fixed 12-byte header). */
+const RAW_KEY_BYTES = 32;
+
+/**
+ * A fresh Ed25519 (signing) or X25519 (key agreement) pair. The public key
+ * comes encoded from the generation itself: exporting the fresh KeyObject as
+ * JWK can deadlock Node 20 (the export holds the key's mutex while it
+ * allocates; a garbage collection then destroys the generation job, which
+ * takes the same mutex).
+ */
 export function generateKeyPair(curve: 'ed25519' | 'x25519'): KeyPair {
-  const pair = generateKeyPairSync(curve as 'ed25519');
-  return { privateKey: pair.privateKey, publicKey: pair.publicKey.export({ format: 'jwk' }).x! };
+  const pair = generateKeyPairSync(curve as 'ed25519', { publicKeyEncoding: { format: 'der', type: 'spki' } });
+  return { privateKey: pair.privateKey, publicKey: (pair.publicKey as unknown as Buffer).subarray(-RAW_KEY_BYTES).toString('base64url') };
 }
 
 /** The Ed25519 signature of `text` (UTF-8) with `key`, base64url. */
