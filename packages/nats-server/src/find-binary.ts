@@ -20,15 +20,20 @@ function executable(path: string): boolean {
   }
 }
 
+/** The path of the executable `name` on `PATH` or in the usual system directories, or undefined. */
+export function findExecutable(name: string): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/bin', '/usr/local/bin', '/usr/local/sbin', '/bin', '/sbin'];
+  for (const dir of dirs) {
+    if (!dir) continue;
+    const candidate = join(dir, name);
+    if (executable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
 /** The path of nats-server, or undefined when there is none. */
 export function findNatsServer(): string | undefined {
   const explicit = process.env.NATS_SERVER_BIN;
   if (explicit) return executable(explicit) ? explicit : undefined;
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/bin', '/usr/local/bin', '/usr/local/sbin'];
-  for (const dir of dirs) {
-    if (!dir) continue;
-    const candidate = join(dir, 'nats-server');
-    if (executable(candidate)) return candidate;
-  }
-  return undefined;
+  return findExecutable('nats-server');
 }

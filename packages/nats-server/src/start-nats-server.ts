@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
-import { findNatsServer, INSTALL_HINT } from './find-binary.js';
+import { findExecutable, findNatsServer, INSTALL_HINT } from './find-binary.js';
 import { freePort, waitForPort } from './free-port.js';
 
 /** Options of {@link startNatsServer}. */
@@ -69,6 +69,15 @@ export interface NatsServer {
 }
 
 const running = new Set<ChildProcess>();
+
+/**
+ * On Linux, util-linux's `setpriv`, which runs the server with a parent-death
+ * signal: a starter killed with SIGKILL (which runs no exit hook) takes its
+ * server along. It execs the server, so the child's pid is the server's.
+ * Undefined elsewhere, or without util-linux: then only the exit hook below
+ * stops servers.
+ */
+const deathGuard = process.platform === 'linux' ? findExecutable('setpriv') : undefined;
 let exitHookInstalled = false;
 
 function installExitHook(): void {
@@ -134,7 +143,8 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   let child: ChildProcess;
   let log = '';
   const launch = async () => {
-    child = spawn(binary, args, {
+    // The parent-death signal follows the thread that spawns: the server also ends with a worker thread that started it.
+    child = spawn(deathGuard ?? binary, deathGuard ? ['--pdeathsig', 'KILL', '--', binary, ...args] : args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: options.env ? { ...process.env, ...options.env } : process.env,
       detached: options.ownProcessGroup === true,

@@ -35,25 +35,46 @@ test('nats-server - a cluster of 3 gives 3 distinct client URLs', async (t) => {
   t.is(new Set(cluster.urls).size, 3);
 });
 
-test('nats-server - an embedded server dies with the process that started it, even on SIGTERM', async (t) => {
+/** Starts a process that starts a server and prints its pid; resolves with both. */
+async function serverInChild(): Promise<{ child: ReturnType<typeof spawn>; serverPid: number }> {
   const module = new URL('../src/index.js', import.meta.url).href;
   const script = `const { startNatsServer } = await import(${JSON.stringify(module)}); const s = await startNatsServer(); console.log(s.pid); setInterval(() => {}, 1000);`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const serverPid = Number(await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
+  return { child, serverPid };
+}
+
+/** True while `pid` runs and is not a zombie (an orphan's exit is reaped by whoever is pid 1, if it reaps at all). */
+function running(pid: number): boolean {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+async function gone(pid: number): Promise<boolean> {
+  for (let i = 0; i < 100 && running(pid); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  return !running(pid);
+}
+
+test('nats-server - an embedded server dies with the process that started it, even on SIGTERM', async (t) => {
+  const { child, serverPid } = await serverInChild();
   t.true(serverPid > 0);
+  t.is(readFileSync(`/proc/${serverPid}/comm`, 'utf8').trim(), 'nats-server', "the pid said is the server's own");
   child.kill('SIGTERM');
   const [, signal] = (await once(child, 'exit')) as [number | null, string | null];
   t.is(signal, 'SIGTERM', 'the process still dies of the signal');
-  // Alive and not a zombie (an orphan's exit is reaped by whoever is pid 1, if it reaps at all).
-  const alive = () => {
-    try {
-      return !/^State:\s+Z/m.test(readFileSync(`/proc/${serverPid}/status`, 'utf8'));
-    } catch {
-      return false;
-    }
-  };
-  for (let i = 0; i < 50 && alive(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
-  t.false(alive(), 'the nats-server is gone');
+  t.true(await gone(serverPid), 'the nats-server is gone');
+});
+
+test('nats-server - an embedded server dies with the process that started it when that one is killed with SIGKILL', async (t) => {
+  // No exit hook runs on SIGKILL (kill -9 of the launcher): the server's parent-death signal ends it.
+  const { child, serverPid } = await serverInChild();
+  t.true(running(serverPid));
+  child.kill('SIGKILL');
+  await once(child, 'exit');
+  t.true(await gone(serverPid), 'the nats-server is gone');
 });
 
 test('nats-server - startNatsServer names the install command when the binary is missing', async (t) => {
