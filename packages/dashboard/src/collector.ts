@@ -8,8 +8,10 @@
  * it is heard announcing on the members subject (member-witness.ts), so a
  * bus client that answers the queries cannot add a worker or figures.
  *
- * A worker missing from {@link MISSES_BEFORE_GONE} polls in a row, or named
- * by another worker's leave/fail event, is shown as departed.
+ * A worker missing from a poll that was heard saying goodbye (its signed
+ * `bye` on the members subject) is shown as left; one missing from
+ * {@link MISSES_BEFORE_GONE} polls in a row, or named by another worker's
+ * leave/fail event, is shown as departed.
  * @module
  */
 import type { Transport } from '@tensorbus/core';
@@ -130,6 +132,12 @@ export class Collector {
       });
       for (const tracked of this.workers.values()) {
         if (present.has(tracked.name) || tracked.state !== 'up') continue;
+        // Its own signed goodbye, heard on the members subject: the last worker to leave has no peer to report it.
+        if (this.witness.saidBye(tracked.name, tracked.signKey)) {
+          tracked.state = 'left';
+          if (!this.events.some((e) => e.kind === 'leave' && e.worker === tracked.name && e.at >= tracked.lastSeen - 1_000)) this.event({ at: now, kind: 'leave', worker: tracked.name });
+          continue;
+        }
         if (++tracked.misses >= MISSES_BEFORE_GONE) {
           tracked.state = 'gone';
           this.event({ at: now, kind: 'gone', worker: tracked.name });
@@ -166,6 +174,11 @@ export class Collector {
     // A leave reported by a peer and seen as 'gone' here is one departure.
     if (e.kind === 'gone' && this.events.some((x) => (x.kind === 'leave' || x.kind === 'fail') && x.worker === e.worker && e.at - x.at < 60_000)) return;
     this.eventKeys.add(key);
+    // And a 'gone' seen here first is replaced by the peer's word when it comes.
+    if (e.kind === 'leave' || e.kind === 'fail') {
+      const silence = this.events.findIndex((x) => x.kind === 'gone' && x.worker === e.worker && Math.abs(x.at - e.at) < 60_000);
+      if (silence >= 0) this.events.splice(silence, 1);
+    }
     this.events.push(e);
     this.events.sort((a, b) => a.at - b.at);
     if (this.events.length > MAX_EVENTS) this.events.splice(0, this.events.length - MAX_EVENTS);

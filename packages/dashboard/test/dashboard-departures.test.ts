@@ -3,7 +3,7 @@
  * real worker processes: a worker that departs with a call in flight is not
  * shown with that call in flight any more (its last answer is no longer live
  * figures), and with no worker up the calls/s section says so instead of
- * staying blank. The page's screenshot is kept (dist/test/dashboard-departed.png).
+ * staying blank; the last worker to leave is shown as left. The page's screenshot is kept (dist/test/dashboard-departed.png).
  */
 import test from 'ava';
 import { once } from 'node:events';
@@ -46,6 +46,12 @@ test.serial('dashboard - after workers leave: no call is shown in flight on a de
     await agent.rpcSync('p2', stop, []);
     await agent.shutdown({ timeoutMs: 10_000 });
     const none = await untilShown<Row[]>(page, ROWS, (r) => r.every((w) => w.state !== 'up'), 'every worker departed', DEPARTURE_WAIT_MS);
+    // p0 left last: no peer was left to report it, its own signed goodbye says it left (not silence, 'gone').
+    t.is(none.find((w) => w.worker === 'p0')?.state, 'left', 'the last worker to leave is shown as left');
+    t.is(none.find((w) => w.worker === 'p2')?.state, 'left');
+    // One event per departure: p1's failure is not also listed as a silence ('gone').
+    const events = await page.evaluate<string[]>(`[...document.querySelectorAll('#events li')].map((li) => li.dataset.event + ' ' + li.dataset.worker)`);
+    t.deepEqual(events.filter((e) => / p1$/.test(e)), ['fail p1'], events.join(', '));
     t.deepEqual(none.filter((w) => w.inFlight !== null), [], 'no departed worker shows live figures');
     t.is(await page.evaluate<string>(`document.getElementById('count').dataset.up`), '0');
     t.is(await page.evaluate<number>(`document.querySelectorAll('#rates .card').length`), 0);

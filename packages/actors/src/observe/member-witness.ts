@@ -54,6 +54,8 @@ export class MemberWitness {
   dropped = 0;
   /** name -> sign key -> last heard (unix ms). */
   private readonly heard = new Map<string, Map<string, number>>();
+  /** name -> the key that signed its `bye`, and when it was heard (unix ms); at most {@link MAX_WITNESSED}, oldest first. */
+  private readonly byes = new Map<string, { signKey: string; at: number }>();
   private readonly identity = new Identity();
   private readonly waiters = new Set<() => void>();
   private sweptAt = 0;
@@ -78,6 +80,12 @@ export class MemberWitness {
     if (at === undefined || now - at >= WITNESS_FORGET_MS) return false;
     for (const [key, other] of keys!) if (key !== signKey && now - other < AMBIGUOUS_MS) return false;
     return true;
+  }
+
+  /** True when `name` said goodbye with `signKey` within {@link WITNESS_FORGET_MS} (and has not announced itself with that key since). */
+  saidBye(name: string, signKey: string): boolean {
+    const bye = this.byes.get(name);
+    return bye !== undefined && bye.signKey === signKey && Date.now() - bye.at < WITNESS_FORGET_MS;
   }
 
   /**
@@ -123,9 +131,13 @@ export class MemberWitness {
       if (known && !signedAnnouncement(m, this.identity)) return;
       keys?.delete(m.sk);
       if (keys?.size === 0) this.heard.delete(m.n);
+      this.byes.delete(m.n);
+      if (this.byes.size >= MAX_WITNESSED) this.byes.delete(this.byes.keys().next().value!);
+      this.byes.set(m.n, { signKey: m.sk, at: Date.now() });
       return;
     }
     const now = Date.now();
+    if (this.byes.get(m.n)?.signKey === m.sk) this.byes.delete(m.n);
     if (keys !== undefined) {
       if (known || keys.size < MAX_KEYS_PER_NAME) keys.set(m.sk, now);
     } else {
