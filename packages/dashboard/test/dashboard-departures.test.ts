@@ -3,7 +3,8 @@
  * real worker processes: a worker that departs with a call in flight is not
  * shown with that call in flight any more (its last answer is no longer live
  * figures), and with no worker up the calls/s section says so instead of
- * staying blank; the last worker to leave is shown as left. The page's screenshot is kept (dist/test/dashboard-departed.png).
+ * staying blank; the last worker to leave is shown as left. The page's
+ * screenshot is kept (dist/test/dashboard-departed.png).
  */
 import test from 'ava';
 import { once } from 'node:events';

@@ -70,14 +70,6 @@ export interface NatsServer {
 
 const running = new Set<ChildProcess>();
 
-/**
- * On Linux, util-linux's `setpriv`, which runs the server with a parent-death
- * signal: a starter killed with SIGKILL (which runs no exit hook) takes its
- * server along. It execs the server, so the child's pid is the server's.
- * Undefined elsewhere, or without util-linux: then only the exit hook below
- * stops servers.
- */
-const deathGuard = process.platform === 'linux' ? findExecutable('setpriv') : undefined;
 let exitHookInstalled = false;
 
 function installExitHook(): void {
@@ -116,6 +108,10 @@ function installExitHook(): void {
 export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServer> {
   const binary = findNatsServer();
   if (!binary) throw new Error(INSTALL_HINT);
+  // On Linux, util-linux's `setpriv` runs the server with a parent-death signal: a starter killed with SIGKILL
+  // (which runs no exit hook) takes its server along. It execs the server, so the child's pid is the server's.
+  // Elsewhere, or without util-linux, only the exit hook stops servers.
+  const deathGuard = process.platform === 'linux' ? findExecutable('setpriv') : undefined;
   installExitHook();
   const port = options.port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), 'tensorbus-nats-'));
