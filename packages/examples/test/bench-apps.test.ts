@@ -4,13 +4,14 @@
  * and their ratio (issue 38: polling must never cost an application). A
  * stand-in build (a launcher that writes what the examples write, its rate
  * read from the polling setting it was given) checks the wiring without
- * running the examples.
+ * running the examples. Each round of the runs starts one contender later
+ * than the one before, so no build always runs in the same place.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { runApps } from '../src/bench/apps/run-apps.js';
+import { inTurn, runApps, type Contender } from '../src/bench/apps/run-apps.js';
 import { appSection } from '../src/bench/apps/app-report.js';
 
 /** A build root whose launcher answers each example with rate 10, or 7 when busy polling is turned off. */
@@ -35,19 +36,43 @@ function standInBuild(): string {
   return root;
 }
 
-test('bench - every application case also runs this build with busy polling off (on by default), and the table gives both and their ratio', async (t) => {
-  const root = standInBuild();
+/** Runs `fn` with console output swallowed (the runners print progress). */
+async function quietly<T>(fn: () => Promise<T>): Promise<T> {
   const log = console.log;
   const write = process.stdout.write.bind(process.stdout);
   console.log = () => undefined;
   process.stdout.write = (() => true) as typeof process.stdout.write;
-  let results;
   try {
-    results = await runApps({ label: 'this build', root }, undefined, { quick: true, pytorch: false });
+    return await fn();
   } finally {
     console.log = log;
     process.stdout.write = write;
   }
+}
+
+test.serial('bench - the contenders of an application case take turns starting a round, and a failed one runs no more', async (t) => {
+  const order: string[] = [];
+  const contender = (system: Contender['system'], rates: number[]): Contender => ({
+    system,
+    title: system,
+    unit: '/s',
+    run: async () => {
+      order.push(system);
+      const rate = rates.shift();
+      if (rate === undefined) throw new Error('gave up');
+      return rate;
+    },
+  });
+  const results = await quietly(() => inTurn('pipeline', [contender('tensorbus', [1, 5, 3]), contender('no-poll', [2, 2, 2]), contender('baseline', [4])], 3));
+  // Round 3 would start with the baseline, which failed in round 2.
+  t.deepEqual(order, ['tensorbus', 'no-poll', 'baseline', 'no-poll', 'baseline', 'tensorbus', 'tensorbus', 'no-poll']);
+  t.deepEqual(results.find((r) => r.system === 'tensorbus'), { caseId: 'pipeline', system: 'tensorbus', perSecond: 3, runs: [1, 5, 3] });
+  t.is(results.find((r) => r.system === 'baseline')?.skipped, 'failed: gave up');
+});
+
+test.serial('bench - every application case also runs this build with busy polling off (on by default), and the table gives both and their ratio', async (t) => {
+  const root = standInBuild();
+  const results = await quietly(() => runApps({ label: 'this build', root }, undefined, { quick: true, pytorch: false }));
   for (const id of ['rl', 'parameter-server', 'pipeline']) {
     t.is(results.find((r) => r.caseId === id && r.system === 'tensorbus')?.perSecond, 10, `${id} as built (polling on)`);
     t.is(results.find((r) => r.caseId === id && r.system === 'no-poll')?.perSecond, 7, `${id} with TENSORBUS_BUSY_POLL_US=0`);

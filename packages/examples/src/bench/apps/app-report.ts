@@ -100,10 +100,10 @@ export function appSection(apps: AppReport | undefined): string[] {
   return [
     '## Applications (the examples run as a user runs them)',
     '',
-    `Each example through \`tensorbus launch\` (one process per worker, its own nats-server), on this build and on the ${baseline} in turn, ` +
+    `Each example through \`tensorbus launch\` (one process per worker, its own nats-server), on this build and on the ${baseline} in turn (each round starting one build later than the one before), ` +
       'the median of the runs (each run in brackets); "polling off": this build with `TENSORBUS_BUSY_POLL_US=0` (busy polling is on by default), in the same rotation; ' +
       'PyTorch: its RPC RL example (`bench-anchors/pytorch-rl/main.py`, world size 5), which trains for a fixed time; ' +
-      "÷ PyTorch compares its median with that of this build's RL example run for the same time (`--max-seconds`), the two in turn, as often as PyTorch's, " +
+      "÷ PyTorch compares its median with that of this build's RL example run for the same time (`--max-seconds`), the two in turn (which goes first alternating), as often as PyTorch's, " +
       'since the steps/s of a run climb as its episodes lengthen. ' +
       'Every rate is from the start of training, without warm-up, on both sides.',
     '',

@@ -1,7 +1,8 @@
 /**
  * Runs the application cases (app-cases.ts) on this build and, given one, on
- * a baseline build, in turn (this, baseline, this, baseline, ...: a burst of
- * load from elsewhere hits both alike), and PyTorch's RPC RL example from
+ * a baseline build, in turn (each round runs every build once, starting one
+ * build later than the round before: a burst of load from elsewhere hits
+ * both alike, and neither always runs first or last), and PyTorch's RPC RL example from
  * `bench-anchors/pytorch-rl/` (its `main.py` with world size 5: one agent, 4
  * observers), each from a fresh set of processes and timed from the start of
  * training: no warm-up for either side. This build also runs with busy
@@ -98,7 +99,7 @@ export async function runPytorchRl(seconds: number): Promise<number> {
 }
 
 /** One of the things an application case runs in turn: its row in the results, its progress line, and one run's rate. */
-interface Contender {
+export interface Contender {
   system: AppResult['system'];
   title: string;
   /** Printed after each rate. */
@@ -107,15 +108,19 @@ interface Contender {
 }
 
 /**
- * Runs `contenders` in turn (first, second, ..., first, ...), `runs` times
- * each, printing each rate as it comes; one that fails runs no more and is
- * reported skipped with why. Each result is the median of its runs.
+ * Runs `contenders` in turn, `runs` times each, printing each rate as it
+ * comes; one that fails runs no more and is reported skipped with why. Each
+ * round starts one contender later than the one before (first, second,
+ * third; second, third, first; ...), so none always runs in the same place
+ * (first after another case, or right after a given contender). Each result
+ * is the median of its runs.
  */
-async function inTurn(caseId: AppResult['caseId'], contenders: Contender[], runs: number): Promise<AppResult[]> {
+export async function inTurn(caseId: AppResult['caseId'], contenders: Contender[], runs: number): Promise<AppResult[]> {
   const rates = new Map<AppResult['system'], number[]>(contenders.map((c) => [c.system, []]));
   const failed = new Map<AppResult['system'], string>();
   for (let r = 0; r < runs; r++) {
-    for (const contender of contenders) {
+    for (let k = 0; k < contenders.length; k++) {
+      const contender = contenders[(r + k) % contenders.length]!;
       if (failed.has(contender.system)) continue;
       process.stdout.write(`        ${contender.title}, run ${r + 1}/${runs} ... `);
       try {
@@ -152,8 +157,8 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
 }
 
 /**
- * This build's RL example for PyTorch's fixed time (`--max-seconds`), then
- * PyTorch's RPC RL example, in turn, `runs` times each (3 in a full run: one
+ * This build's RL example for PyTorch's fixed time (`--max-seconds`) and
+ * PyTorch's RPC RL example, in turn (which goes first alternates), `runs` times each (3 in a full run: one
  * run of PyTorch's moved by a third from the next on this machine): the
  * medians are compared, since the steps/s of a run climb as its episodes
  * lengthen and only runs of the same length compare.
