@@ -70,20 +70,22 @@ for (const quick of [false, true]) {
   });
 }
 
-test.serial('bench - PyTorch runs once in each block of a case, after the Node systems, and its figure is the median of its runs', async (t) => {
+test.serial('bench - PyTorch runs once in each block of a case, each block starting one system later than the one before, and its figure is the median of its runs', async (t) => {
   const { runner, CASES, casePlan } = await benchWithStandIns();
   const c = CASES.find((x) => x.id === '4MB')!;
   t.is(casePlan(c, false).blocks, 3);
   const order: string[] = [];
-  // A Node system answering each block with one sample, and a peer whose runs give 9, 2, 1 ms:
+  // Two Node systems answering each block with one sample, and a peer whose runs give 9, 2, 1 ms:
   // the median (2) is neither the first, the last nor the mean run.
-  const node = {
-    id: 'tcp',
-    kinds: new Set(['latency']),
-    processes: [],
-    caller: { request: async () => (order.push('tcp'), { samplesMs: [5] }) },
-    stop: async () => {},
-  } as unknown as NodeSystem;
+  const nodeSystem = (id: string) =>
+    ({
+      id,
+      kinds: new Set(['latency']),
+      processes: [],
+      caller: { request: async () => (order.push(id), { samplesMs: [5] }) },
+      stop: async () => {},
+    }) as unknown as NodeSystem;
+  const node = nodeSystem('tcp');
   const figures = [9, 2, 1];
   const peer = {
     system: 'pytorch' as const,
@@ -92,8 +94,8 @@ test.serial('bench - PyTorch runs once in each block of a case, after the Node s
       return { medianMs: figures.shift()! };
     },
   };
-  const results = await runner.runCase(c, [node], false, new runner.Progress(1), peer);
-  t.deepEqual(order, ['tcp', 'pytorch', 'tcp', 'pytorch', 'tcp', 'pytorch']);
+  const results = await runner.runCase(c, [node, nodeSystem('nats')], false, new runner.Progress(1), peer);
+  t.deepEqual(order, ['tcp', 'nats', 'pytorch', 'nats', 'pytorch', 'tcp', 'pytorch', 'tcp', 'nats']);
   const torch = results.find((r) => r.system === 'pytorch')!;
   t.is(torch.medianMs, 2);
   t.deepEqual(torch.runMediansMs, [9, 2, 1]);

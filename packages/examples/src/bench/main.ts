@@ -132,7 +132,8 @@ const progress = new Progress(mainCases.length + (peakCase ? runs(peakCase) : 0)
 
 // 1. Every case but the largest, case by case, the systems' blocks
 //    interleaved (a burst of load from elsewhere hits them alike), and
-//    PyTorch RPC's anchor script (bench-anchors/) run once in each block,
+//    PyTorch RPC's anchor script (bench-anchors/) run once in each block
+//    (each block starting one system later than the one before),
 //    warmed up as tensorbus is for the whole case.
 const torchHere = torchOk && options.systems.has('pytorch');
 for (const c of mainCases) {

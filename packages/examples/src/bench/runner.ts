@@ -1,7 +1,7 @@
 /**
  * Runs the cases: each case on each Node system through its caller process
  * (blocks interleaved across systems, PyTorch's anchor script run once in
- * each block), and the peak-memory case with every process's peak reset first. Prints which
+ * each block, each block starting one system later than the one before), and the peak-memory case with every process's peak reset first. Prints which
  * case and system runs, and each figure as it comes.
  * @module
  */
@@ -70,7 +70,7 @@ export interface PeerFigure {
   perSecond?: number;
 }
 
-/** A peer measured inside a case's blocks: its script is run once in each block, after the Node systems'. */
+/** A peer measured inside a case's blocks: its script is run once in each block, in turn with the Node systems. */
 export interface BlockPeer {
   system: SystemId;
   run(): Promise<PeerFigure>;
@@ -89,9 +89,11 @@ function peerResult(c: BenchCase, peer: BlockPeer, runs: PeerFigure[], skipped: 
 
 /**
  * Runs case `c` on every system that supports it, blocks interleaved across
- * the systems (see CasePlan), and `peer`'s script once in each block after
+ * the systems (see CasePlan), and `peer`'s script once in each block beside
  * them, so that a slow stretch of this shared machine lands on the peer as
- * on the Node systems. A failure leaves that system's figure out, saying why.
+ * on the Node systems. Each block starts one system later than the block
+ * before (the peer counting as one), so none always runs first or right
+ * after a given other. A failure leaves that system's figure out, saying why.
  */
 export async function runCase(c: BenchCase, systems: NodeSystem[], quick: boolean, progress: Progress, peer?: BlockPeer): Promise<CaseResult[]> {
   const plan = casePlan(c, quick);
@@ -99,36 +101,39 @@ export async function runCase(c: BenchCase, systems: NodeSystem[], quick: boolea
   const collected = new Map<SystemId, Collected>(runners.map((s) => [s.id, { samplesMs: [], rounds: [], timeouts: 0 }]));
   const peerRuns: PeerFigure[] = [];
   let peerSkipped: string | undefined;
+  const runSystem = async (system: NodeSystem, b: number): Promise<void> => {
+    const got = collected.get(system.id)!;
+    if (got.skipped) return;
+    progress.system(system.id);
+    try {
+      const answer = await system.caller.request<Partial<LatencySamples & RateRounds> & { skipped?: string }>(plan.op, plan.params(b));
+      if (answer.skipped) got.skipped = answer.skipped;
+      got.samplesMs.push(...(answer.samplesMs ?? []));
+      got.rounds.push(...(answer.rounds ?? []));
+      got.timeouts += answer.timeouts ?? 0;
+      const figure = answer.skipped ?? (answer.rounds ? formatRate(median(answer.rounds)) : formatTime(median(answer.samplesMs ?? [])));
+      progress.figure(figure);
+    } catch (error) {
+      got.skipped = `failed: ${(error as Error).message}`;
+      progress.figure(got.skipped);
+    }
+  };
+  const runPeer = async (block: BlockPeer): Promise<void> => {
+    if (peerSkipped) return;
+    progress.system(block.system);
+    try {
+      const figure = await block.run();
+      peerRuns.push(figure);
+      progress.figure(figure.medianMs !== undefined ? formatTime(figure.medianMs) : formatRate(figure.perSecond!));
+    } catch (error) {
+      peerSkipped = `failed: ${(error as Error).message}`;
+      progress.figure(peerSkipped);
+    }
+  };
   for (let b = 0; b < plan.blocks; b++) {
     progress.block(c.title, b, plan.blocks);
-    for (const system of runners) {
-      const got = collected.get(system.id)!;
-      if (got.skipped) continue;
-      progress.system(system.id);
-      try {
-        const answer = await system.caller.request<Partial<LatencySamples & RateRounds> & { skipped?: string }>(plan.op, plan.params(b));
-        if (answer.skipped) got.skipped = answer.skipped;
-        got.samplesMs.push(...(answer.samplesMs ?? []));
-        got.rounds.push(...(answer.rounds ?? []));
-        got.timeouts += answer.timeouts ?? 0;
-        const figure = answer.skipped ?? (answer.rounds ? formatRate(median(answer.rounds)) : formatTime(median(answer.samplesMs ?? [])));
-        progress.figure(figure);
-      } catch (error) {
-        got.skipped = `failed: ${(error as Error).message}`;
-        progress.figure(got.skipped);
-      }
-    }
-    if (peer && !peerSkipped) {
-      progress.system(peer.system);
-      try {
-        const figure = await peer.run();
-        peerRuns.push(figure);
-        progress.figure(figure.medianMs !== undefined ? formatTime(figure.medianMs) : formatRate(figure.perSecond!));
-      } catch (error) {
-        peerSkipped = `failed: ${(error as Error).message}`;
-        progress.figure(peerSkipped);
-      }
-    }
+    const turns: Array<() => Promise<void>> = [...runners.map((system) => () => runSystem(system, b)), ...(peer ? [() => runPeer(peer)] : [])];
+    for (let k = 0; k < turns.length; k++) await turns[(b + k) % turns.length]!();
   }
   const results = runners.map((s) => toResult(c, s.id, collected.get(s.id)!));
   if (peer) results.push(peerResult(c, peer, peerRuns, peerSkipped));
