@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { inTurn, runApps, type Contender } from '../src/bench/apps/run-apps.js';
-import { appSection } from '../src/bench/apps/app-report.js';
+import { appSection, roundRatios } from '../src/bench/apps/app-report.js';
 
 /** A build root whose launcher answers each example with rate 10, or 7 when busy polling is turned off. */
 function standInBuild(): string {
@@ -80,4 +80,18 @@ test.serial('bench - every application case also runs this build with busy polli
   const table = appSection({ results }).join('\n');
   t.regex(table, /\| tensorbus \| tensorbus, polling off \| baseline \|/);
   t.regex(table, /\| RL example, 4 observers \(environment steps\/s\) \| 10\.0\/s \| 7\.0\/s \| — \| — \| 1\.4x \|/);
+});
+
+test.serial('bench - each ratio of the application table shows the range of the rounds\' own ratios', (t) => {
+  const results = [
+    { caseId: 'pipeline' as const, system: 'tensorbus' as const, perSecond: 100, runs: [90, 100, 120] },
+    { caseId: 'pipeline' as const, system: 'no-poll' as const, perSecond: 100, runs: [100, 100] },
+    { caseId: 'pipeline' as const, system: 'baseline' as const, perSecond: 100, runs: [100, 80, 100] },
+  ];
+  // Paired by round: 90/100, 100/80, 120/100.
+  t.deepEqual(roundRatios(results, 'pipeline', 'tensorbus', 'baseline'), [0.9, 1.25, 1.2]);
+  // Runs that do not pair (a contender that stopped early) give no range.
+  t.deepEqual(roundRatios(results, 'pipeline', 'tensorbus', 'no-poll'), []);
+  const row = appSection({ results }).find((line) => line.startsWith('| pipeline'))!;
+  t.regex(row, /\| 1\.0x \| 1\.0x<br>rounds 0\.90–1\.25 \| — \|/);
 });

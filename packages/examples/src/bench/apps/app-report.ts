@@ -64,6 +64,24 @@ function cell(results: AppResult[], caseId: string, system: AppResult['system'])
   return `${rate(r.perSecond)}/s${spread}`;
 }
 
+/**
+ * The ratio `mine` ÷ `peer` of each round (each round runs both once), when
+ * both ran every round: how far one round's comparison moves on this machine.
+ */
+export function roundRatios(results: AppResult[], caseId: string, mine: AppResult['system'], peer: AppResult['system']): number[] {
+  const a = results.find((r) => r.caseId === caseId && r.system === mine)?.runs;
+  const b = results.find((r) => r.caseId === caseId && r.system === peer)?.runs;
+  if (!a || !b || a.length !== b.length || a.length < 2) return [];
+  return a.map((rate, i) => rate / b[i]!);
+}
+
+/** `0.99x (rounds 0.86–1.12)`: a median ratio and the range of the rounds' own ratios. */
+function ratioCell(ratio: number, rounds: number[]): string {
+  if (!Number.isFinite(ratio)) return '—';
+  if (rounds.length === 0) return formatRatio(ratio);
+  return `${formatRatio(ratio)}<br>rounds ${Math.min(...rounds).toFixed(2)}–${Math.max(...rounds).toFixed(2)}`;
+}
+
 /** PyTorch's RL rate, with this build's over the same length of training when that ran. */
 function pytorchCell(results: AppResult[]): string {
   const timed = cell(results, 'rl', 'timed');
@@ -91,9 +109,9 @@ export function appSection(apps: AppReport | undefined): string[] {
       cell(apps.results, c.id, 'no-poll'),
       cell(apps.results, c.id, 'baseline'),
       c.id === 'rl' ? pytorchCell(apps.results) : '—',
-      Number.isFinite(vsNoPoll) ? formatRatio(vsNoPoll) : '—',
-      Number.isFinite(vsBaseline) ? formatRatio(vsBaseline) : '—',
-      Number.isFinite(vsTorch) ? formatRatio(vsTorch) : '—',
+      ratioCell(vsNoPoll, roundRatios(apps.results, c.id, 'tensorbus', 'no-poll')),
+      ratioCell(vsBaseline, roundRatios(apps.results, c.id, 'tensorbus', 'baseline')),
+      ratioCell(vsTorch, roundRatios(apps.results, c.id, 'timed', 'pytorch')),
       outcome,
     ];
   });
@@ -105,7 +123,8 @@ export function appSection(apps: AppReport | undefined): string[] {
       'PyTorch: its RPC RL example (`bench-anchors/pytorch-rl/main.py`, world size 5), which trains for a fixed time; ' +
       "÷ PyTorch compares its median with that of this build's RL example run for the same time (`--max-seconds`), the two in turn (which goes first alternating), as often as PyTorch's, " +
       'since the steps/s of a run climb as its episodes lengthen. ' +
-      'Every rate is from the start of training, without warm-up, on both sides.',
+      'Every rate is from the start of training, without warm-up, on both sides. ' +
+      "Under each ratio of medians, the range of the rounds' own ratios (each round runs every build once): how far one comparison moves from round to round on this machine.",
     '',
     '| application | tensorbus | tensorbus, polling off | baseline | PyTorch RPC | ÷ polling off | ÷ baseline | ÷ PyTorch | targets |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
