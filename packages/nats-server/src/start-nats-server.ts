@@ -69,7 +69,6 @@ export interface NatsServer {
 }
 
 const running = new Set<ChildProcess>();
-
 let exitHookInstalled = false;
 
 function installExitHook(): void {

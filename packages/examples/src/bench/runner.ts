@@ -1,15 +1,16 @@
 /**
  * Runs the cases: each case on each Node system through its caller process
  * (blocks interleaved across systems, PyTorch's anchor script run once in
- * each block, each block starting one system later than the one before), and the peak-memory case with every process's peak reset first. Prints which
- * case and system runs, and each figure as it comes.
+ * each block, each block starting one system later than the one before),
+ * and the peak-memory case with every process's peak reset first. Prints
+ * which case and system runs, and each figure as it comes.
  * @module
  */
 import { casePlan, type BenchCase } from './cases.js';
 import { resetPeak, statusBytes } from './process/memory.js';
 import { formatDetail, formatRate, formatTime } from './report/format.js';
 import type { CaseResult, PeakRecord } from './results.js';
-import { median, summarize, type LatencySamples, type RateRounds } from './stats.js';
+import { median, rotation, summarize, type LatencySamples, type RateRounds } from './stats.js';
 import { runsCase, type NodeSystem } from './systems/node-systems.js';
 import { runAnchorScript, untimedCalls, type AnchorLine } from './systems/pytorch.js';
 import { SYSTEM_LABELS, type SystemId } from './systems/system-ids.js';
@@ -118,11 +119,11 @@ export async function runCase(c: BenchCase, systems: NodeSystem[], quick: boolea
       progress.figure(got.skipped);
     }
   };
-  const runPeer = async (block: BlockPeer): Promise<void> => {
+  const runPeer = async (anchor: BlockPeer): Promise<void> => {
     if (peerSkipped) return;
-    progress.system(block.system);
+    progress.system(anchor.system);
     try {
-      const figure = await block.run();
+      const figure = await anchor.run();
       peerRuns.push(figure);
       progress.figure(figure.medianMs !== undefined ? formatTime(figure.medianMs) : formatRate(figure.perSecond!));
     } catch (error) {
@@ -133,7 +134,7 @@ export async function runCase(c: BenchCase, systems: NodeSystem[], quick: boolea
   for (let b = 0; b < plan.blocks; b++) {
     progress.block(c.title, b, plan.blocks);
     const turns: Array<() => Promise<void>> = [...runners.map((system) => () => runSystem(system, b)), ...(peer ? [() => runPeer(peer)] : [])];
-    for (let k = 0; k < turns.length; k++) await turns[(b + k) % turns.length]!();
+    for (const turn of rotation(turns, b)) await turn();
   }
   const results = runners.map((s) => toResult(c, s.id, collected.get(s.id)!));
   if (peer) results.push(peerResult(c, peer, peerRuns, peerSkipped));

@@ -60,6 +60,17 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/**
+ * `items` starting at index `round` (modulo their number) and wrapping
+ * around: round 0 in order, round 1 from the second, ... The order in which
+ * the bench runs its contenders in each round or block, so that none always
+ * runs first or right after a given other.
+ */
+export function rotation<T>(items: readonly T[], round: number): T[] {
+  const start = items.length === 0 ? 0 : round % items.length;
+  return [...items.slice(start), ...items.slice(0, start)];
+}
+
 /** Summarises round-trip samples (ms). */
 export function summarize(samplesMs: readonly number[]): LatencySummary {
   return {

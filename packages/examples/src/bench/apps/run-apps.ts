@@ -2,8 +2,8 @@
  * Runs the application cases (app-cases.ts) on this build and, given one, on
  * a baseline build, in turn (each round runs every build once, starting one
  * build later than the round before: a burst of load from elsewhere hits
- * both alike, and neither always runs first or last), and PyTorch's RPC RL example from
- * `bench-anchors/pytorch-rl/` (its `main.py` with world size 5: one agent, 4
+ * both alike, and neither always runs first or last), and PyTorch's RPC RL
+ * example from `bench-anchors/pytorch-rl/` (its `main.py` with world size 5: one agent, 4
  * observers), each from a fresh set of processes and timed from the start of
  * training: no warm-up for either side. This build also runs with busy
  * polling off (`TENSORBUS_BUSY_POLL_US=0`; on by default), in the same
@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { median } from '../stats.js';
+import { median, rotation } from '../stats.js';
 import { anchorsDir, PYTHON } from '../systems/pytorch.js';
 import { APP_CASES, type AppCase } from './app-cases.js';
 
@@ -119,8 +119,7 @@ export async function inTurn(caseId: AppResult['caseId'], contenders: Contender[
   const rates = new Map<AppResult['system'], number[]>(contenders.map((c) => [c.system, []]));
   const failed = new Map<AppResult['system'], string>();
   for (let r = 0; r < runs; r++) {
-    for (let k = 0; k < contenders.length; k++) {
-      const contender = contenders[(r + k) % contenders.length]!;
+    for (const contender of rotation(contenders, r)) {
       if (failed.has(contender.system)) continue;
       process.stdout.write(`        ${contender.title}, run ${r + 1}/${runs} ... `);
       try {
@@ -158,8 +157,9 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
 
 /**
  * This build's RL example for PyTorch's fixed time (`--max-seconds`) and
- * PyTorch's RPC RL example, in turn (which goes first alternates), `runs` times each (3 in a full run: one
- * run of PyTorch's moved by a third from the next on this machine): the
+ * PyTorch's RPC RL example, in turn (which goes first alternates), `runs`
+ * times each (3 in a full run: one run of PyTorch's moved by a third from
+ * the next on this machine): the
  * medians are compared, since the steps/s of a run climb as its episodes
  * lengthen and only runs of the same length compare.
  */
