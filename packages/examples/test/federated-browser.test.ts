@@ -45,7 +45,7 @@ const statusOf = (page: Page) => page.evaluate('window.fedStatus') as Promise<Fe
 
 /** What a tab shows once its client left (the run ends when the server leaves; a tab leaves just after its last answer). */
 async function finalStatusOf(page: Page): Promise<FedStatus> {
-  await page.waitForFunction("['done', 'error', 'no-slot'].includes(window.fedStatus.state)", undefined, { timeout: 30_000 });
+  await page.waitForFunction("['done', 'error', 'no-slot'].includes(window.fedStatus?.state)", undefined, { timeout: 30_000 });
   return statusOf(page);
 }
 
@@ -126,11 +126,11 @@ test.serial('federated browser - a tab closed mid-run costs one round deadline, 
   const pages = await openTabs(browser, run.pageUrl, 2);
   // Close tab2 once it trained two rounds.
   const byClient = new Map(await Promise.all(pages.map(async (p) => {
-    await p.waitForFunction('window.fedStatus.client !== undefined');
+    await p.waitForFunction('window.fedStatus?.client !== undefined');
     return [(await statusOf(p)).client!, p] as const;
   })));
   const closing = byClient.get('tab2')!;
-  await closing.waitForFunction('window.fedStatus.history.length >= 2', undefined, { polling: 10 });
+  await closing.waitForFunction('window.fedStatus?.history.length >= 2', undefined, { polling: 10 });
   await closing.close();
   const record = await run.finished;
   t.deepEqual(record.curve.map((r) => r.round), Array.from({ length: rounds + 1 }, (_, i) => i), 'every round closed');
@@ -157,10 +157,10 @@ test.serial('federated browser - a reloaded tab takes its slot up again: it rejo
   const { argv, settings } = settingsFor(rounds);
   const run = await startBrowserFederation({ settings, argv, tabs: 2, nodeClients: 1, say: quiet, output: quiet });
   const pages = await openTabs(browser, run.pageUrl, 2);
-  await pages[1]!.waitForFunction('window.fedStatus.history.length >= 2', undefined, { polling: 10 });
+  await pages[1]!.waitForFunction('window.fedStatus?.history.length >= 2', undefined, { polling: 10 });
   const client = (await statusOf(pages[1]!)).client!;
   await pages[1]!.reload();
-  await pages[1]!.waitForFunction('window.fedStatus.client !== undefined');
+  await pages[1]!.waitForFunction('window.fedStatus?.client !== undefined');
   t.is((await statusOf(pages[1]!)).client, client, 'the same slot after the reload');
   t.is(run.pool.left, 0);
   const record = await run.finished;
@@ -178,7 +178,7 @@ test.serial('federated browser - a hostile holder of a tab\'s slot: wrong ticket
   const { argv, settings } = settingsFor();
   const run = await startBrowserFederation({ settings, argv, tabs: 2, nodeClients: 1, say: quiet, output: quiet });
   const [page] = await openTabs(browser, run.pageUrl, 1);
-  await page!.waitForFunction('window.fedStatus.client !== undefined');
+  await page!.waitForFunction('window.fedStatus?.client !== undefined');
   // The hostile side asks for a slot as a page would, and gets the last one.
   const answer = await fetch(new URL('/slot', run.pageUrl), { method: 'POST' });
   t.is(answer.status, 200);
