@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { inTurn, runApps, type Contender } from '../src/bench/apps/run-apps.js';
 import { appSection, roundRatios } from '../src/bench/apps/app-report.js';
+import { MAX_APP_RUNS, parseOptions } from '../src/bench/options.js';
 
 /** A build root whose launcher answers each example with rate 10, or 7 when busy polling is turned off. */
 function standInBuild(): string {
@@ -80,6 +81,18 @@ test.serial('bench - every application case also runs this build with busy polli
   const table = appSection({ results }).join('\n');
   t.regex(table, /\| tensorbus \| tensorbus, polling off \| baseline \|/);
   t.regex(table, /\| RL example, 4 observers \(environment steps\/s\) \| 10\.0\/s \| 7\.0\/s \| — \| — \| 1\.4x \|/);
+});
+
+test.serial('bench - --app-runs N runs every build N times per application case, and a bad N is refused', async (t) => {
+  t.is(parseOptions([]).appRuns, undefined);
+  t.is(parseOptions(['--only', 'apps', '--app-runs', '9']).appRuns, 9);
+  for (const bad of [['--app-runs'], ['--app-runs', '0'], ['--app-runs', '2.5'], ['--app-runs', 'many'], ['--app-runs', String(MAX_APP_RUNS + 1)]]) {
+    t.throws(() => parseOptions(bad), { message: /--app-runs needs a whole number/ }, bad.join(' '));
+  }
+  const root = standInBuild();
+  const results = await quietly(() => runApps({ label: 'this build', root }, { label: 'baseline', root }, { quick: true, pytorch: false, runs: 3 }));
+  t.is(results.length, 9);
+  for (const r of results) t.deepEqual(r.runs, r.system === 'no-poll' ? [7, 7, 7] : [10, 10, 10], `${r.caseId} ${r.system}`);
 });
 
 test.serial('bench - each ratio of the application table shows the range of the rounds\' own ratios', (t) => {

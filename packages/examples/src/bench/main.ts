@@ -213,6 +213,7 @@ if (options.cases.has(APPS_ID)) {
   const results = await runApps({ label: 'this build', root: repo }, baseline && { label: `baseline ${baseline.rev}`, root: baseline.root }, {
     quick: options.quick,
     pytorch: torchHere,
+    runs: options.appRuns,
   });
   apps = { baseline: baseline && { rev: baseline.rev, commit: baseline.commit }, results };
 }

@@ -7,6 +7,8 @@
  *   --baseline <rev>    the git revision whose build the application cases also run on (default
  *                       {@link DEFAULT_BASELINE}); built in a worktree under .bench/ (apps/baseline-build.ts)
  *   --no-baseline       the application cases on this build only
+ *   --app-runs <n>      runs of each build per application case, and of PyTorch's RL example beside
+ *                       this build's (default 5 and 3; 1 with --quick): more runs, a steadier median
  *   --systems a,b,...   systems to run: tensorbus-nats, tensorbus-nats-no-poll, tensorbus-local, nats, grpc, tcp, pytorch,
  *                       tensorbus-2hosts, pytorch-2hosts, tab-to-node, node-to-tab, tensorbus-nats-bus
  *   --out <dir>         where the JSON, markdown and SVG go (default out/bench)
@@ -36,7 +38,12 @@ export interface BenchOptions {
   allowPartial: boolean;
   /** The revision the application cases also run on; undefined with `--no-baseline`. */
   baseline: string | undefined;
+  /** Runs of each application case per build (`--app-runs`); undefined: the defaults. */
+  appRuns: number | undefined;
 }
+
+/** Most runs `--app-runs` accepts. */
+export const MAX_APP_RUNS = 100;
 
 /** The default baseline of the application cases: main a week before issue 38 (the RL example's rate before it fell). */
 export const DEFAULT_BASELINE = 'd087f90';
@@ -70,6 +77,11 @@ export function parseOptions(argv: string[]): BenchOptions {
   }
   const b = argv.indexOf('--baseline');
   if (b >= 0 && (argv[b + 1] === undefined || argv[b + 1]!.startsWith('--'))) throw new Error('--baseline needs a git revision');
+  const r = argv.indexOf('--app-runs');
+  const appRuns = r >= 0 ? Number(argv[r + 1]) : undefined;
+  if (appRuns !== undefined && !(Number.isInteger(appRuns) && appRuns >= 1 && appRuns <= MAX_APP_RUNS)) {
+    throw new Error(`--app-runs needs a whole number from 1 to ${MAX_APP_RUNS}`);
+  }
   const i = argv.indexOf('--out');
   const d = argv.indexOf('--doc');
   if (d >= 0 && (argv[d + 1] === undefined || argv[d + 1]!.startsWith('--'))) throw new Error('--doc needs a file');
@@ -81,5 +93,6 @@ export function parseOptions(argv: string[]): BenchOptions {
     doc: argv.includes('--no-doc') ? undefined : d >= 0 ? resolve(argv[d + 1]!) : DEFAULT_DOC,
     allowPartial: argv.includes('--allow-partial'),
     baseline: argv.includes('--no-baseline') ? undefined : b >= 0 ? argv[b + 1]! : DEFAULT_BASELINE,
+    appRuns,
   };
 }

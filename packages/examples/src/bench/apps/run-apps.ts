@@ -141,17 +141,19 @@ export async function inTurn(caseId: AppResult['caseId'], contenders: Contender[
 /**
  * Every application case on this build and the baseline (runs in turn), then
  * PyTorch's RL example when `pytorch` is set; prints each figure as it comes.
+ * `runs`: runs of each build per case and of each side beside PyTorch
+ * (default 5 and 3, 1 with `quick`).
  */
-export async function runApps(current: Build, baseline: Build | undefined, options: { quick: boolean; pytorch: boolean }): Promise<AppResult[]> {
+export async function runApps(current: Build, baseline: Build | undefined, options: { quick: boolean; pytorch: boolean; runs?: number }): Promise<AppResult[]> {
   const results: AppResult[] = [];
-  const runsEach = options.quick ? 1 : 5;
+  const runsEach = options.runs ?? (options.quick ? 1 : 5);
   for (const c of APP_CASES) {
     const noPoll: Build = { ...current, label: `${current.label}, TENSORBUS_BUSY_POLL_US=0`, env: { ...current.env, TENSORBUS_BUSY_POLL_US: '0' } };
     const builds: Array<[AppResult['system'], Build]> = [['tensorbus', current], ['no-poll', noPoll], ...(baseline ? [['baseline', baseline] as [AppResult['system'], Build]] : [])];
     const contenders = builds.map(([system, build]): Contender => ({ system, title: `${c.title}, ${build.label}`, unit: `${c.unit}/s`, run: () => runExample(c, build, options.quick) }));
     results.push(...(await inTurn(c.id, contenders, runsEach)));
   }
-  if (options.pytorch) results.push(...(await runBesidePytorch(current, options.quick, runsEach)));
+  if (options.pytorch) results.push(...(await runBesidePytorch(current, options.quick, options.runs ?? Math.min(runsEach, 3))));
   return results;
 }
 
@@ -159,11 +161,11 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
  * This build's RL example for PyTorch's fixed time (`--max-seconds`) and
  * PyTorch's RPC RL example, in turn (which goes first alternates), `runs`
  * times each (3 in a full run: one run of PyTorch's moved by a third from
- * the next on this machine): the
- * medians are compared, since the steps/s of a run climb as its episodes
- * lengthen and only runs of the same length compare.
+ * the next on this machine): the medians are compared, since the steps/s of
+ * a run climb as its episodes lengthen and only runs of the same length
+ * compare.
  */
-function runBesidePytorch(current: Build, quick: boolean, runsEach: number): Promise<AppResult[]> {
+function runBesidePytorch(current: Build, quick: boolean, runs: number): Promise<AppResult[]> {
   const seconds = quick ? PYTORCH_RL_SECONDS.quick : PYTORCH_RL_SECONDS.full;
   const rl = APP_CASES.find((c) => c.id === 'rl')!;
   return inTurn(
@@ -172,6 +174,6 @@ function runBesidePytorch(current: Build, quick: boolean, runsEach: number): Pro
       { system: 'timed', title: `${rl.title}, ${current.label}, the first ${seconds} s of training`, unit: `${rl.unit}/s`, run: () => runExample(rl, current, quick, (out) => ['--max-seconds', String(seconds), '--max-episodes', '1000000', '--out', out]) },
       { system: 'pytorch', title: `PyTorch RPC RL example (bench-anchors/pytorch-rl/main.py, world size 5), ${seconds} s`, unit: 'steps/s', run: () => runPytorchRl(seconds) },
     ],
-    Math.min(runsEach, 3),
+    runs,
   );
 }
