@@ -147,13 +147,14 @@ export async function inTurn(caseId: AppResult['caseId'], contenders: Contender[
 export async function runApps(current: Build, baseline: Build | undefined, options: { quick: boolean; pytorch: boolean; runs?: number }): Promise<AppResult[]> {
   const results: AppResult[] = [];
   const runsEach = options.runs ?? (options.quick ? 1 : 5);
+  const runsBesidePytorch = options.runs ?? (options.quick ? 1 : 3);
   for (const c of APP_CASES) {
     const noPoll: Build = { ...current, label: `${current.label}, TENSORBUS_BUSY_POLL_US=0`, env: { ...current.env, TENSORBUS_BUSY_POLL_US: '0' } };
     const builds: Array<[AppResult['system'], Build]> = [['tensorbus', current], ['no-poll', noPoll], ...(baseline ? [['baseline', baseline] as [AppResult['system'], Build]] : [])];
     const contenders = builds.map(([system, build]): Contender => ({ system, title: `${c.title}, ${build.label}`, unit: `${c.unit}/s`, run: () => runExample(c, build, options.quick) }));
     results.push(...(await inTurn(c.id, contenders, runsEach)));
   }
-  if (options.pytorch) results.push(...(await runBesidePytorch(current, options.quick, options.runs ?? Math.min(runsEach, 3))));
+  if (options.pytorch) results.push(...(await runBesidePytorch(current, options.quick, runsBesidePytorch)));
   return results;
 }
 
