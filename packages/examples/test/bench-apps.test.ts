@@ -7,11 +7,12 @@
  * running the examples. Each round of the runs starts one contender later
  * than the one before, so no build always runs in the same place.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { inTurn, runApps, type Contender } from '../src/bench/apps/run-apps.js';
+import { copyExamplePrograms } from '../src/bench/apps/baseline-build.js';
 import { appSection, roundRatios } from '../src/bench/apps/app-report.js';
 import { MAX_APP_RUNS, parseOptions } from '../src/bench/options.js';
 
@@ -24,10 +25,12 @@ function standInBuild(): string {
     `
     const fs = require('node:fs');
     const path = require('node:path');
-    const rate = process.env.TENSORBUS_BUSY_POLL_US === '0' ? 7 : 10;
+    let rate = process.env.TENSORBUS_BUSY_POLL_US === '0' ? 7 : 10;
     const args = process.argv.slice(2);
     const out = args[args.indexOf('--out') + 1];
     const script = args.find((a) => a.endsWith('main.js'));
+    // A copy of this build's program (baseline-build.ts) answers with 5.
+    if (script.includes('/.programs/')) rate = 5;
     if (script.includes('/rl/')) fs.writeFileSync(path.join(out, 'rl.json'), JSON.stringify({ observers: 1, seconds: 1, curve: [{ meanReward: rate }] }));
     if (script.includes('/parameter-server/')) console.log('10 epochs of ' + rate + ' batched updates\\nafter 10 epochs in 10 s');
     if (script.includes('/pipeline/')) console.log('micro-batches 4 (of 8 samples): throughput ' + rate + ' samples/s');
@@ -107,4 +110,29 @@ test.serial('bench - each ratio of the application table shows the range of the 
   t.deepEqual(roundRatios(results, 'pipeline', 'tensorbus', 'no-poll'), []);
   const row = appSection({ results }).find((line) => line.startsWith('| pipeline'))!;
   t.regex(row, /\| 1\.0x \| 1\.0x<br>rounds 0\.90–1\.25 \| — \|/);
+});
+
+test.serial("bench - the baseline runs this build's copy of the RL and pipeline examples on its own libraries, and its own parameter server", async (t) => {
+  const repo = mkdtempSync(join(tmpdir(), 'apps-repo-'));
+  for (const part of ['src/pipeline', 'dist/src/pipeline']) mkdirSync(join(repo, 'packages/examples', part), { recursive: true });
+  writeFileSync(join(repo, 'packages/examples/package.json'), '{ "type": "module" }');
+  writeFileSync(join(repo, 'packages/examples/dist/src/pipeline/main.js'), 'new');
+  const baselineRoot = standInBuild();
+  mkdirSync(join(baselineRoot, '.programs/packages/examples/dist/src/old'), { recursive: true });
+  const programsRoot = copyExamplePrograms(repo, baselineRoot);
+  t.is(programsRoot, join(baselineRoot, '.programs'));
+  t.is(readFileSync(join(programsRoot, 'packages/examples/dist/src/pipeline/main.js'), 'utf8'), 'new');
+  t.true(existsSync(join(programsRoot, 'packages/examples/package.json')));
+  t.false(existsSync(join(programsRoot, 'packages/examples/dist/src/old')), 'an earlier copy is replaced');
+
+  const results = await quietly(() =>
+    runApps({ label: 'this build', root: standInBuild() }, { label: 'baseline', root: baselineRoot, programsRoot }, { quick: true, pytorch: false }),
+  );
+  const baseline = (id: string) => results.find((r) => r.caseId === id && r.system === 'baseline')?.perSecond;
+  t.is(baseline('rl'), 5);
+  t.is(baseline('pipeline'), 5);
+  t.is(baseline('parameter-server'), 10);
+  const table = appSection({ baseline: { rev: 'base', commit: 'base' }, sameProgram: ['rl', 'pipeline'], results }).join('\n');
+  t.regex(table, /the baseline running this build's copy of the RL and pipeline examples on its own libraries/);
+  t.regex(appSection({ results }).join('\n'), /the baseline running its own copy of each example/);
 });

@@ -30,6 +30,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startNatsServer, type NatsServer } from '@tensorbus/nats-transport';
 import { prepareBaseline } from './apps/baseline-build.js';
+import { APP_CASES } from './apps/app-cases.js';
 import type { AppReport } from './apps/app-report.js';
 import { runApps } from './apps/run-apps.js';
 import { APPS_ID, CASES, GROWTH_ID, PEAK_MEMORY_BYTES, TWO_HOST_CASE_IDS, type BenchCase } from './cases.js';
@@ -210,12 +211,16 @@ if (options.cases.has(APPS_ID)) {
       console.log(`  baseline ${options.baseline} could not be built: ${(error as Error).message}`);
     }
   }
-  const results = await runApps({ label: 'this build', root: repo }, baseline && { label: `baseline ${baseline.rev}`, root: baseline.root }, {
+  const results = await runApps({ label: 'this build', root: repo }, baseline && { label: `baseline ${baseline.rev}`, root: baseline.root, programsRoot: baseline.programsRoot }, {
     quick: options.quick,
     pytorch: torchHere,
     runs: options.appRuns,
   });
-  apps = { baseline: baseline && { rev: baseline.rev, commit: baseline.commit }, results };
+  apps = {
+    baseline: baseline && { rev: baseline.rev, commit: baseline.commit },
+    sameProgram: baseline ? APP_CASES.filter((c) => c.sameProgram).map((c) => c.id) : [],
+    results,
+  };
 }
 
 // 6. The report.

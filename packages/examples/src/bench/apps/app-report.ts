@@ -18,7 +18,16 @@ import type { AppResult } from './run-apps.js';
 export interface AppReport {
   /** The baseline's revision as given and its commit, when `--baseline` was given. */
   baseline?: { rev: string; commit: string };
+  /** The cases whose program the baseline ran in this build's copy (absent in runs from before there was a choice: none). */
+  sameProgram?: Array<AppCase['id']>;
   results: AppResult[];
+}
+
+/** How the doc says which program the baseline ran. */
+function programsSentence(sameProgram: Array<AppCase['id']>): string {
+  const titles = APP_CASES.filter((c) => sameProgram.includes(c.id)).map((c) => (c.id === 'rl' ? 'RL' : c.id.replace('-', ' ')));
+  if (titles.length === 0) return 'the baseline running its own copy of each example, ';
+  return `the baseline running this build's copy of the ${titles.join(' and ')} example${titles.length > 1 ? 's' : ''} on its own libraries (so that a change to an example does not count as one of the libraries) and its own copy of the others, `;
 }
 
 /** One application target and its outcome. */
@@ -119,6 +128,7 @@ export function appSection(apps: AppReport | undefined): string[] {
     '## Applications (the examples run as a user runs them)',
     '',
     `Each example through \`tensorbus launch\` (one process per worker, its own nats-server), on this build and on the ${baseline} in turn (each round starting one build later than the one before), ` +
+      programsSentence(apps.sameProgram ?? []) +
       'the median of the runs (each run in brackets); "polling off": this build with `TENSORBUS_BUSY_POLL_US=0` (busy polling is on by default), in the same rotation; ' +
       'PyTorch: its RPC RL example (`bench-anchors/pytorch-rl/main.py`, world size 5), which trains for a fixed time; ' +
       "÷ PyTorch compares its median with that of this build's RL example run for the same time (`--max-seconds`), the two in turn (which goes first alternating), as often as PyTorch's, " +

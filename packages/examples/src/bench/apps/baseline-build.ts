@@ -4,10 +4,16 @@
  * checkout's node_modules copied in (the workspace links in it are relative,
  * so they point at the worktree's own packages) and `npm run build` run
  * there. A worktree already built at that commit is reused.
+ *
+ * Beside its own examples the worktree gets a copy of this build's
+ * (`.programs/packages/examples`: compiled code, sources and package.json),
+ * whose imports of `@tensorbus/*` resolve to the worktree's libraries: an
+ * application case that runs the same program on both builds compares the
+ * libraries alone (app-cases.ts).
  * @module
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** A build of another revision, ready to run. */
@@ -18,6 +24,8 @@ export interface BaselineBuild {
   commit: string;
   /** The worktree's root. */
   root: string;
+  /** Where this build's example programs were copied, laid out as a repository root (`packages/examples/...`). */
+  programsRoot: string;
 }
 
 /** Marks a worktree whose build finished. */
@@ -31,12 +39,26 @@ function git(repo: string, args: string[]): string {
 export function prepareBaseline(repo: string, rev: string): BaselineBuild {
   const commit = git(repo, ['rev-parse', '--verify', `${rev}^{commit}`]);
   const root = join(repo, '.bench', `baseline-${commit.slice(0, 12)}`);
-  if (existsSync(join(root, BUILT_MARK))) return { rev, commit, root };
+  if (!existsSync(join(root, BUILT_MARK))) build(repo, rev, commit, root);
+  return { rev, commit, root, programsRoot: copyExamplePrograms(repo, root) };
+}
+
+/** The worktree of `commit` at `root`, built. */
+function build(repo: string, rev: string, commit: string, root: string): void {
   mkdirSync(join(repo, '.bench'), { recursive: true });
   if (!existsSync(join(root, '.git'))) git(repo, ['worktree', 'add', '--force', '--detach', root, commit]);
   if (!existsSync(join(root, 'node_modules'))) cpSync(join(repo, 'node_modules'), join(root, 'node_modules'), { recursive: true, verbatimSymlinks: true });
   console.log(`baseline ${rev} (${commit.slice(0, 12)}): npm run build in ${root} ...`);
   execFileSync('npm', ['run', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
   writeFileSync(join(root, BUILT_MARK), `${commit}\n`);
-  return { rev, commit, root };
+}
+
+/** Copies this build's examples (`repo`'s) into the worktree at `root`, replacing an earlier copy; returns the copy's root. */
+export function copyExamplePrograms(repo: string, root: string): string {
+  const programsRoot = join(root, '.programs');
+  const target = join(programsRoot, 'packages', 'examples');
+  rmSync(programsRoot, { recursive: true, force: true });
+  mkdirSync(target, { recursive: true });
+  for (const part of ['package.json', 'src', 'dist']) cpSync(join(repo, 'packages', 'examples', part), join(target, part), { recursive: true });
+  return programsRoot;
 }

@@ -26,7 +26,7 @@ import { median } from '../stats.js';
 import { DEFAULT_BASELINE } from '../options.js';
 import { APP_CASES } from './app-cases.js';
 import { prepareBaseline } from './baseline-build.js';
-import { exampleLaunch } from './run-apps.js';
+import { exampleLaunch, type Build } from './run-apps.js';
 import { argValue } from '../process/child-channel.js';
 import { descendants } from '../process/memory.js';
 import { processCpuMs } from '../experiments/cpu-time.js';
@@ -85,11 +85,12 @@ export interface WindowFigures {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** One long run of `c` on the build at `root`, measured in `windows` ([from, to] s after launch). */
-async function measureRun(c: WindowedCase, root: string, windows: Array<[number, number]>): Promise<Array<WindowFigures | undefined>> {
+/** One long run of `c` on `build`, measured in `windows` ([from, to] s after launch). */
+async function measureRun(c: WindowedCase, build: Build, windows: Array<[number, number]>): Promise<Array<WindowFigures | undefined>> {
+  const root = build.root;
   const app = APP_CASES.find((a) => a.id === c.id)!;
   const out = mkdtempSync(join(tmpdir(), `tensorbus-windows-${c.id}-`));
-  const { args, env } = exampleLaunch(app, { label: root, root }, c.longArgs(out));
+  const { args, env } = exampleLaunch(app, build, c.longArgs(out));
   const child: ChildProcess = spawn(process.execPath, args, {
     cwd: root,
     env,
@@ -157,12 +158,12 @@ async function main(): Promise<void> {
   const baseline = prepareBaseline(repo, argValue('--baseline', DEFAULT_BASELINE));
   const builds = [
     { label: 'this build', root: repo },
-    { label: `baseline ${baseline.rev}`, root: baseline.root },
+    { label: `baseline ${baseline.rev}`, root: baseline.root, programsRoot: baseline.programsRoot },
   ];
   const results = new Map<string, Array<Array<WindowFigures | undefined>>>(builds.map((b) => [b.label, []]));
   for (let p = 0; p < pairs; p++) {
     for (const build of builds) {
-      const figures = await measureRun(c, build.root, windows);
+      const figures = await measureRun(c, build, windows);
       results.get(build.label)!.push(figures);
       console.log(`${c.id}, ${build.label}, run ${p + 1}/${pairs}: ${figures.map((f, i) => `${windows[i]!.join('-')} s ${f ? `${f.perSecond.toFixed(0)} steps/s, ${f.totalPerStepUs.toFixed(0)} µs CPU a step` : 'ended before it'}`).join('; ')}`);
     }

@@ -24,6 +24,8 @@ export interface Build {
   /** `this build` or the baseline's revision. */
   label: string;
   root: string;
+  /** The root of the copy of this build's example programs that runs on this build's libraries, where it is not `root` (the baseline's). */
+  programsRoot?: string;
   /** Set in the environment of the run, over the caller's. */
   env?: Record<string, string>;
 }
@@ -65,13 +67,17 @@ function run(command: string, args: string[], options: { cwd: string; env?: Node
   });
 }
 
-/** The node arguments that run example `c` of `build` through that build's own launcher with `flags`, and their environment. */
+/**
+ * The node arguments that run example `c` through `build`'s own launcher
+ * with `flags` (this build's copy of the program where `c.sameProgram`, the
+ * build's own otherwise), and their environment.
+ */
 export function exampleLaunch(c: AppCase, build: Build, flags: string[]): { args: string[]; env: NodeJS.ProcessEnv } {
   const launcher = join(build.root, 'packages/actors/dist/src/cli/main.js');
   // The launcher starts its own nats-server; a NATS_URL of the caller's must not send both builds to one bus.
   const env: NodeJS.ProcessEnv = { ...process.env, ...build.env };
   delete env.NATS_URL;
-  return { args: [launcher, 'launch', '-n', String(c.names.length), '--names', c.names.join(','), join(build.root, c.script), ...flags], env };
+  return { args: [launcher, 'launch', '-n', String(c.names.length), '--names', c.names.join(','), join(c.sameProgram ? (build.programsRoot ?? build.root) : build.root, c.script), ...flags], env };
 }
 
 /** One run of an example on a build: its rate; `args` replaces the case's own flags (given the run's out folder). */
