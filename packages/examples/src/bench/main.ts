@@ -29,7 +29,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startNatsServer, type NatsServer } from '@tensorbus/nats-transport';
-import { prepareBaseline } from './apps/baseline-build.js';
+import { baselineBuild, prepareBaseline } from './apps/baseline-build.js';
 import { APP_CASES } from './apps/app-cases.js';
 import type { AppReport } from './apps/app-report.js';
 import { runApps } from './apps/run-apps.js';
@@ -211,7 +211,7 @@ if (options.cases.has(APPS_ID)) {
       console.log(`  baseline ${options.baseline} could not be built: ${(error as Error).message}`);
     }
   }
-  const results = await runApps({ label: 'this build', root: repo }, baseline && { label: `baseline ${baseline.rev}`, root: baseline.root, programsRoot: baseline.programsRoot }, {
+  const results = await runApps({ label: 'this build', root: repo }, baseline && baselineBuild(baseline), {
     quick: options.quick,
     pytorch: torchHere,
     runs: options.appRuns,

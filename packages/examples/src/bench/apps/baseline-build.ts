@@ -15,6 +15,7 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Build } from './run-apps.js';
 
 /** A build of another revision, ready to run. */
 export interface BaselineBuild {
@@ -26,6 +27,11 @@ export interface BaselineBuild {
   root: string;
   /** Where this build's example programs were copied, laid out as a repository root (`packages/examples/...`). */
   programsRoot: string;
+}
+
+/** The baseline as a build the application cases run on. */
+export function baselineBuild(baseline: BaselineBuild): Build {
+  return { label: `baseline ${baseline.rev}`, root: baseline.root, programsRoot: baseline.programsRoot };
 }
 
 /** Marks a worktree whose build finished. */

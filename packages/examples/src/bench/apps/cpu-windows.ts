@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { median } from '../stats.js';
 import { DEFAULT_BASELINE } from '../options.js';
 import { APP_CASES } from './app-cases.js';
-import { prepareBaseline } from './baseline-build.js';
+import { baselineBuild, prepareBaseline } from './baseline-build.js';
 import { exampleLaunch, type Build } from './run-apps.js';
 import { argValue } from '../process/child-channel.js';
 import { descendants } from '../process/memory.js';
@@ -156,10 +156,7 @@ async function main(): Promise<void> {
   if (!Number.isInteger(pairs) || pairs < 1) throw new Error('--pairs takes a whole number of at least 1');
   const repo = fileURLToPath(new URL('../../../../../../', import.meta.url));
   const baseline = prepareBaseline(repo, argValue('--baseline', DEFAULT_BASELINE));
-  const builds = [
-    { label: 'this build', root: repo },
-    { label: `baseline ${baseline.rev}`, root: baseline.root, programsRoot: baseline.programsRoot },
-  ];
+  const builds: Build[] = [{ label: 'this build', root: repo }, baselineBuild(baseline)];
   const results = new Map<string, Array<Array<WindowFigures | undefined>>>(builds.map((b) => [b.label, []]));
   for (let p = 0; p < pairs; p++) {
     for (const build of builds) {
