@@ -14,9 +14,9 @@ import { tensorbusLatency } from '../systems/tensorbus-ops.js';
 let agent: RpcAgent | undefined;
 
 const tabBench = {
-  /** Joins `namespace` as 'tab' over WebSocket; resolves once `wanted` are members. */
-  async start(servers: string, namespace: string, wanted: string[]): Promise<void> {
-    agent = await initRpc({ name: 'tab', transport: natsTransport({ servers, namespace, name: 'bench tab' }), rpcTimeoutMs: 120_000 });
+  /** Joins `namespace` as 'tab' over WebSocket (declaring a member failed after `failureTimeoutMs` of silence); resolves once `wanted` are members. */
+  async start(servers: string, namespace: string, wanted: string[], failureTimeoutMs?: number): Promise<void> {
+    agent = await initRpc({ name: 'tab', transport: natsTransport({ servers, namespace, name: 'bench tab' }), rpcTimeoutMs: 120_000, failureTimeoutMs });
     for (let i = 0; !wanted.every((name) => agent!.workers().some((w) => w.name === name)); i++) {
       if (i > 600) throw new Error(`${wanted.join(', ')} did not join within 30 s`);
       await new Promise((resolve) => setTimeout(resolve, 50));

@@ -79,6 +79,16 @@ export function namespaceOption(): { namespace?: string } {
 }
 
 /**
+ * How long a tensorbus process of the bench waits for a silent member before
+ * declaring it failed (`TENSORBUS_BENCH_FAILURE_TIMEOUT_MS`); the agent's
+ * default when unset.
+ */
+export function failureTimeoutOption(): { failureTimeoutMs?: number } {
+  const ms = Number(process.env.TENSORBUS_BENCH_FAILURE_TIMEOUT_MS);
+  return Number.isInteger(ms) && ms > 0 ? { failureTimeoutMs: ms } : {};
+}
+
+/**
  * The data-port options of a tensorbus process of the bench: between two
  * hosts, its host's address on the veth pair (`TENSORBUS_BENCH_DIRECT_HOST`),
  * listened on and advertised; by default the transport's own (loopback); no

@@ -45,6 +45,16 @@ export function runsCase(system: NodeSystem, c: { id: string; kind: CaseKind }):
 /** What the reference system with busy polling off runs: the cases a poll window can matter to. */
 const REFERENCE_CASES: ReadonlySet<string> = new Set(['noop', '4KB', '4MB', 'rref', 'autograd']);
 
+/**
+ * How long the browser systems' workers (the page, its Node driver and the
+ * page's callee) wait for a silent member before declaring it failed. A
+ * page's heartbeats come from its main thread (docs/browser.md), and on a
+ * loaded machine Chromium can leave a renderer without a CPU slice for
+ * seconds; these rows measure latency, so a starved tab answers late and
+ * stays in the row instead of ending it as failed after the default 3 s.
+ */
+const TAB_FAILURE_TIMEOUT_MS = 30_000;
+
 const PEER_KINDS: ReadonlySet<CaseKind> = new Set(['latency', 'rate']);
 const TENSORBUS_KINDS: ReadonlySet<CaseKind> = new Set(['latency', 'rate', 'rref', 'autograd']);
 
@@ -109,7 +119,7 @@ export async function startNodeSystem(id: NodeSystemId, nats: NatsEndpoint | und
     case 'tab-to-node':
     case 'node-to-tab': {
       if (!nats?.wsUrl) throw new Error(`${id} needs the nats-server's WebSocket port`);
-      const env = { ...natsEnv(), TENSORBUS_BENCH_NAMESPACE: id, TENSORBUS_BENCH_WS_URL: nats.wsUrl };
+      const env = { ...natsEnv(), TENSORBUS_BENCH_NAMESPACE: id, TENSORBUS_BENCH_WS_URL: nats.wsUrl, TENSORBUS_BENCH_FAILURE_TIMEOUT_MS: String(TAB_FAILURE_TIMEOUT_MS) };
       // From the tab, the Node callee is a process of its own, as for the Node drivers; into the tab, the driver calls the page.
       const callee = id === 'tab-to-node' ? [await BenchChild.start({ label: 'tensorbus callee (of the tab)', script: 'systems/tensorbus-callee.js', env: { ...env, TENSORBUS_BENCH_BUS_ONLY: '1' } })] : [];
       const direction = id === 'tab-to-node' ? 'to-node' : 'to-tab';

@@ -7,13 +7,14 @@
  */
 import { natsTransport } from '@tensorbus/nats-transport';
 import { initRpc } from '@tensorbus/actors';
-import { directOptions, namespaceOption, serveCommands } from '../process/child-channel.js';
+import { directOptions, failureTimeoutOption, namespaceOption, serveCommands } from '../process/child-channel.js';
 import './tensorbus-functions.js';
 
 const agent = await initRpc({
   name: 'callee',
   transport: natsTransport({ servers: process.env.NATS_URL!, name: 'bench-callee', ...namespaceOption(), ...directOptions() }),
   rpcTimeoutMs: 120_000,
+  ...failureTimeoutOption(),
 });
 
 serveCommands({}, { pid: process.pid }, async () => {
