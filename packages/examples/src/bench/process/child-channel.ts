@@ -80,12 +80,15 @@ export function namespaceOption(): { namespace?: string } {
 
 /**
  * How long a tensorbus process of the bench waits for a silent member before
- * declaring it failed (`TENSORBUS_BENCH_FAILURE_TIMEOUT_MS`); the agent's
- * default when unset.
+ * declaring it failed (`TENSORBUS_BENCH_FAILURE_TIMEOUT_MS`, whole ms); the
+ * agent's default when unset. Throws on any other value.
  */
 export function failureTimeoutOption(): { failureTimeoutMs?: number } {
-  const ms = Number(process.env.TENSORBUS_BENCH_FAILURE_TIMEOUT_MS);
-  return Number.isInteger(ms) && ms > 0 ? { failureTimeoutMs: ms } : {};
+  const text = process.env.TENSORBUS_BENCH_FAILURE_TIMEOUT_MS;
+  if (text === undefined || text === '') return {};
+  const ms = Number(text);
+  if (!Number.isInteger(ms) || ms <= 0) throw new Error(`TENSORBUS_BENCH_FAILURE_TIMEOUT_MS must be a positive whole number of ms, not '${text}'`);
+  return { failureTimeoutMs: ms };
 }
 
 /**

@@ -25,12 +25,13 @@ if (direction !== 'to-node' && direction !== 'to-tab') throw new Error(`--direct
 const wsUrl = process.env.TENSORBUS_BENCH_WS_URL;
 if (!wsUrl) throw new Error('TENSORBUS_BENCH_WS_URL is not set: the nats-server needs a WebSocket port');
 const namespace = namespaceOption().namespace ?? 'default';
+const { failureTimeoutMs } = failureTimeoutOption();
 
-const driver = await initRpc({ name: 'driver', transport: natsTransport({ servers: process.env.NATS_URL!, name: 'bench tab driver', ...namespaceOption(), direct: false }), rpcTimeoutMs: 120_000, ...failureTimeoutOption() });
+const driver = await initRpc({ name: 'driver', transport: natsTransport({ servers: process.env.NATS_URL!, name: 'bench tab driver', ...namespaceOption(), direct: false }), rpcTimeoutMs: 120_000, failureTimeoutMs });
 const served = await servePage(fileURLToPath(new URL('../browser/tab-worker.js', import.meta.url)), 'tensorbus bench tab');
 const tab = await openPage(served.url);
 await tab.page.waitForFunction('window.tabBenchReady === true');
-await tab.evaluate(`tabBench.start(${JSON.stringify(wsUrl)}, ${JSON.stringify(namespace)}, ${JSON.stringify(direction === 'to-node' ? ['callee'] : ['driver'])}, ${failureTimeoutOption().failureTimeoutMs ?? 'undefined'})`);
+await tab.evaluate(`tabBench.start(${JSON.stringify(wsUrl)}, ${JSON.stringify(namespace)}, ${JSON.stringify(direction === 'to-node' ? ['callee'] : ['driver'])}, ${failureTimeoutMs ?? 'undefined'})`);
 for (let i = 0; !driver.workers().some((w) => w.name === 'tab'); i++) {
   if (i > 600) throw new Error('the tab did not join within 30 s');
   await new Promise((resolve) => setTimeout(resolve, 50));
