@@ -2,7 +2,7 @@ import test from 'ava';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { Frame } from '@tensorbus/core';
 import { ConnectionPool } from '../src/direct/connection-pool.js';
-import { ReplySizeError } from '../src/direct/peer-replies.js';
+import { ConnectionLostError, ReplySizeError } from '../src/direct/peer-replies.js';
 import { callHead, giveBackFrame, hostId, OP_RELEASE, REPLY_HEADER_BYTES, REPLY_OK, replyHeader } from '../src/direct/direct-protocol.js';
 import { RequestParser, type DirectRequest } from '../src/direct/request-parser.js';
 import { segmentRefBytes, type SegmentRef } from '../src/shm/shared-segments.js';
@@ -144,4 +144,26 @@ test('peer connection - the data port reads each call\'s own route token and sub
   const expected = calls.map(([token, subject]) => [token.toString('hex'), subject]);
   t.deepEqual(got, expected);
   t.deepEqual(admitted, expected);
+});
+
+test('peer connection - a reply that stops coming fails its request after the stall timeout; one that keeps coming, however slowly, does not', async (t) => {
+  const stallMs = 300;
+  const slow = body(3_000, 5);
+  // 30 pieces 20 ms apart: twice the stall timeout in all, never that long without a byte.
+  const trickle = [replyHeader(1, REPLY_OK, slow.byteLength), ...Array.from({ length: 30 }, (_, i) => slow.subarray(i * 100, (i + 1) * 100))];
+  const stuck = [replyHeader(1, REPLY_OK, 1_000), body(10, 2)];
+  const head = Buffer.alloc(8);
+  const ports = [await scriptedPort(head.byteLength, trickle), await scriptedPort(head.byteLength, stuck)];
+  const pool = new ConnectionPool({ stallTimeoutMs: stallMs });
+  t.teardown(() => {
+    pool.close();
+    for (const port of ports) port.close();
+  });
+  const slowReply = await pool.get(offerOf(ports[0]!.port)).request(() => head);
+  t.true(Buffer.from(slowReply.data.bytes).equals(slow), 'the slow reply arrives whole');
+  const started = Date.now();
+  const error = await t.throwsAsync(pool.get(offerOf(ports[1]!.port)).request(() => head), { instanceOf: ConnectionLostError });
+  const waited = Date.now() - started;
+  t.regex(error!.message, /made no progress for 300 ms/);
+  t.true(waited >= stallMs - 20 && waited < stallMs + 1_500, `failed after ${waited} ms`);
 });

@@ -1,8 +1,10 @@
 /**
  * One TCP connection to another process's data port: requests go out with an
- * id, and each reply frame is read straight into a buffer of its own size
- * (Node's `onread` with a buffer per read), or into the memory a request's
- * reply sink gives (tensor memory), settling the request of its id. Large
+ * id, and each reply frame goes into a buffer of its own size (Node's
+ * `onread` with a buffer per read), or into the memory a request's reply sink
+ * gives (tensor memory), settling the request of its id. What arrives at the
+ * start of a frame is read ahead into one buffer and copied where it belongs;
+ * the rest of a longer body is read in place. Large
  * replies from another host come striped over lanes, once opened (see
  * reply-lanes.ts). Where the reply being read stands is kept in a
  * ReplyReadState; the pool of connections is in connection-pool.ts.
@@ -53,6 +55,15 @@ interface Pending {
   limit?: ReplyLimit;
 }
 
+/**
+ * Where a connection reads when the next bytes begin a frame: as much as has
+ * arrived, up to this, in one read (a small reply and its header come in one
+ * system call, and the read that follows a full one finds nothing), then
+ * copied where each frame's bytes belong; a long body's rest is read in place.
+ */
+const READ_AHEAD_BYTES = 64 * 1024;
+/** Experiment knob (`npm run bench -- --experiment read-ahead`): `=0` reads each header into its own buffer, each body in place. */
+const READ_AHEAD = process.env.TENSORBUS_EXPERIMENT_READ_AHEAD !== '0';
 /** Bytes read at a time while passing over a refused reply. */
 const DISCARD_BYTES = 64 * 1024;
 /**
@@ -71,8 +82,10 @@ export class PeerConnection implements LaneOwner {
   /** Where the reply (or part) being read stands, and where its next bytes go. */
   private readonly read = new ReplyReadState();
   private staging: Buffer | undefined;
-  /** The last buffer handed to the socket was `staging`. */
-  private staged = false;
+  /** Where a read that begins a frame goes (see {@link READ_AHEAD_BYTES}). */
+  private readAhead: Buffer | undefined;
+  /** The last buffer handed to the socket: `staging` or `readAhead`, copied from in the read's callback; undefined when read in place. */
+  private staged: Buffer | undefined;
   /** The lanes this connection opened (its replies may come in parts on them), or the group it is a lane of. */
   private group: ReplyLanes | undefined;
   private readonly lane: boolean;
@@ -84,6 +97,8 @@ export class PeerConnection implements LaneOwner {
   private nextId = 0;
   private connected = false;
   private stallTimer: NodeJS.Timeout | undefined;
+  /** When the last progress was made (see {@link armStall}). */
+  private progressAt = 0;
   private readonly socket: Socket;
   /** True when this connection goes through the data port's Unix socket, not TCP. */
   readonly viaUnixSocket: boolean;
@@ -193,8 +208,9 @@ export class PeerConnection implements LaneOwner {
    * readable: other code runs in between.
    */
   private nextBuffer(): Uint8Array {
-    this.staged = false;
+    this.staged = undefined;
     const read = this.read;
+    if (READ_AHEAD && read.headerGot === 0 && read.discard === 0 && !read.part) return (this.staged = this.readAhead ??= Buffer.allocUnsafe(READ_AHEAD_BYTES));
     // A sink's memory may move when other code runs (a WASM heap that grows where it cannot stay put): staged then.
     // (A part goes where its reply puts it: a sink's memory only where reads may go into it.)
     if (read.readingSink && !this.readIntoSink) return this.stagingBuffer();
@@ -203,15 +219,14 @@ export class PeerConnection implements LaneOwner {
 
   /** The staging buffer, as the memory of the next read: what lands there is copied where it belongs. */
   private stagingBuffer(): Uint8Array {
-    this.staged = true;
-    return (this.staging ??= Buffer.allocUnsafe(STAGING_BYTES));
+    return (this.staged = this.staging ??= Buffer.allocUnsafe(STAGING_BYTES));
   }
 
   private onRead(n: number): boolean {
     if (this.broken) return false;
     busyPoll.received();
     try {
-      return this.staged ? this.consumeStaged(n) : this.consume(n);
+      return this.staged ? this.consumeStaged(this.staged, n) : this.consume(n);
     } catch (error) {
       // Runs in a socket callback: whatever went wrong fails this connection, never the process.
       this.fail(`could not take a reply: ${(error as Error).message}`);
@@ -220,11 +235,10 @@ export class PeerConnection implements LaneOwner {
   }
 
   /**
-   * `n` bytes of a sink's (or a part's) read into `staging`, copied where a
-   * direct read would have put them.
+   * `n` bytes read into `staging` (the staging or read-ahead buffer), copied
+   * where a read in place would have put them, frame after frame.
    */
-  private consumeStaged(n: number): boolean {
-    const staging = this.staging!;
+  private consumeStaged(staging: Buffer, n: number): boolean {
     let at = 0;
     while (at < n && !this.broken) {
       const into = this.read.target();
@@ -394,12 +408,26 @@ export class PeerConnection implements LaneOwner {
     else reply.data.release();
   }
 
-  /** (Re)starts the stall timer while requests are pending; stops it otherwise. */
+  /**
+   * Progress (or a request sent): the connection fails once requests have
+   * been pending for the stall timeout without any. One timer checks the
+   * time of the last progress when it fires (and waits again for the rest),
+   * so progress costs no timer of its own.
+   */
   private armStall(): void {
-    clearTimeout(this.stallTimer);
-    if (this.stallTimeoutMs === undefined || this.pending.size === 0) return;
-    this.stallTimer = setTimeout(() => this.fail(`made no progress for ${this.stallTimeoutMs} ms`), this.stallTimeoutMs);
-    this.stallTimer.unref();
+    if (this.stallTimeoutMs === undefined) return;
+    this.progressAt = performance.now();
+    if (this.stallTimer === undefined && this.pending.size > 0) this.waitForStall(this.stallTimeoutMs);
+  }
+
+  private waitForStall(ms: number): void {
+    this.stallTimer = setTimeout(() => {
+      this.stallTimer = undefined;
+      if (this.broken || this.pending.size === 0) return;
+      const idleMs = performance.now() - this.progressAt;
+      if (idleMs >= this.stallTimeoutMs!) this.fail(`made no progress for ${this.stallTimeoutMs} ms`);
+      else this.waitForStall(this.stallTimeoutMs! - idleMs);
+    }, ms).unref();
   }
 
   fail(why: string, idle = false): void {

@@ -89,6 +89,14 @@ export const EXPERIMENTS: readonly Experiment[] = [
     placements: ['one-host'],
   },
   {
+    name: 'read-ahead',
+    mechanism: 'A requester reads what arrives at the start of a reply into a 64 KiB buffer, so a small reply and its header come in one read and the read after it finds nothing pending; a long body\'s rest is read in place (off: TENSORBUS_EXPERIMENT_READ_AHEAD=0, the header read into its own buffer and the body into its own).',
+    on: {},
+    off: { TENSORBUS_EXPERIMENT_READ_AHEAD: '0' },
+    cases: [NOOP, KB4, MB4, RREF],
+    placements: ['one-host', 'two-hosts'],
+  },
+  {
     name: 'busy-poll',
     mechanism: 'After a send on a direct route the event loop polls for 500 µs (off: TENSORBUS_BUSY_POLL_US=0).',
     on: {},
