@@ -210,7 +210,7 @@ export class PeerConnection implements LaneOwner {
   private nextBuffer(): Uint8Array {
     this.staged = undefined;
     const read = this.read;
-    if (READ_AHEAD && read.headerGot === 0 && read.discard === 0 && !read.part) return (this.staged = this.readAhead ??= Buffer.allocUnsafe(READ_AHEAD_BYTES));
+    if (READ_AHEAD && read.betweenFrames) return (this.staged = this.readAhead ??= Buffer.allocUnsafe(READ_AHEAD_BYTES));
     // A sink's memory may move when other code runs (a WASM heap that grows where it cannot stay put): staged then.
     // (A part goes where its reply puts it: a sink's memory only where reads may go into it.)
     if (read.readingSink && !this.readIntoSink) return this.stagingBuffer();

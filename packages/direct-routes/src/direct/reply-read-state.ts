@@ -34,6 +34,11 @@ export class ReplyReadState {
     return this.headerGot > 0 && this.header[0] === OP_PART ? PART_HEADER_BYTES : REPLY_HEADER_BYTES;
   }
 
+  /** No frame is being read: the next bytes begin one (a header's 0 bytes are set at each frame's end, passed-over ones included). */
+  get betweenFrames(): boolean {
+    return this.headerGot === 0;
+  }
+
   /** The header being read is still short of bytes. */
   get readingHeader(): boolean {
     return this.headerGot < this.headerBytes();
