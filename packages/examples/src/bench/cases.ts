@@ -149,12 +149,23 @@ const MEGABYTE_WARMUP: Omit<LatencyPlan, 'reps'> = { warmup: 2000, warmupFloor: 
  * What idle spells cost a caller is said in docs/performance.md.
  */
 const REWARM_CALLS = 25;
+/**
+ * Untimed calls at the start of each later block of the round trips up to
+ * 64 KB and of the call rates. A Node process left idle while the other
+ * systems run cools down: a settled in-process no-op loop (21-26k calls/s)
+ * ran at 6-9k calls/s in the first 0.1 s after 15-30 s of idle, and took
+ * about a second to settle again; a no-op block of 1,000 calls lies wholly
+ * in that spell. PyTorch's script is a fresh pair of processes in every
+ * block, given every block's untimed calls, so it never times a cold call;
+ * with these, no Node system does either.
+ */
+const SMALL_REWARM_CALLS = 3000;
 
 /** Repetitions of a round-trip case of `bytes`, in blocks. */
 function roundTripPlan(bytes: number, quick: boolean): { blocks: number; plan: (b: number) => LatencyPlan } {
   // [warm-up, timed calls, blocks, untimed calls before each later block]
   const [warmup, reps, blocks, rewarm] =
-    bytes <= 65_536 ? (quick ? [50, 300, 3, 0] : [JIT_WARMUP_CALLS, 5000, 5, 0])
+    bytes <= 65_536 ? (quick ? [50, 300, 3, 0] : [JIT_WARMUP_CALLS, 5000, 5, SMALL_REWARM_CALLS])
     : bytes <= 8 * MB ? (quick ? [2, 8, 2, 0] : [MEGABYTE_WARMUP, 30, 3, REWARM_CALLS])
     : bytes <= 64 * MB ? (quick ? [1, 3, 1, 0] : [2, 10, 2, 0]) : [1, 5, 1, 0];
   return { blocks, plan: latencyPlan(reps, warmup, blocks, rewarm) };
@@ -162,7 +173,7 @@ function roundTripPlan(bytes: number, quick: boolean): { blocks: number; plan: (
 
 /** Rounds of a rate case, one round per block. */
 function ratePlan(window: number, calls: number, rounds: number, warmupCalls: number): (b: number) => RatePlan {
-  return (b) => ({ window, calls, rounds: 1, warmupCalls: b === 0 ? warmupCalls : 0 });
+  return (b) => ({ window, calls, rounds: 1, warmupCalls: b === 0 ? warmupCalls : Math.min(warmupCalls, SMALL_REWARM_CALLS) });
 }
 
 /** The plan of case `c`. */
