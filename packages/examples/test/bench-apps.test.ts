@@ -4,14 +4,15 @@
  * and their ratio (issue 38: polling must never cost an application). A
  * stand-in build (a launcher that writes what the examples write, its rate
  * read from the polling setting it was given) checks the wiring without
- * running the examples. Each round of the runs starts one contender later
- * than the one before, so no build always runs in the same place.
+ * running the examples. The rounds follow a balanced design, so no build
+ * always runs in the same place or right after the same other.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { inTurn, runApps, type Contender } from '../src/bench/apps/run-apps.js';
+import { balancedOrder } from '../src/bench/stats.js';
 import { copyExamplePrograms } from '../src/bench/apps/baseline-build.js';
 import { appSection, roundRatios } from '../src/bench/apps/app-report.js';
 import { MAX_APP_RUNS, parseOptions } from '../src/bench/options.js';
@@ -68,8 +69,8 @@ test.serial('bench - the contenders of an application case take turns starting a
     },
   });
   const results = await quietly(() => inTurn('pipeline', [contender('tensorbus', [1, 5, 3]), contender('no-poll', [2, 2, 2]), contender('baseline', [4])], 3));
-  // Round 3 would start with the baseline, which failed in round 2.
-  t.deepEqual(order, ['tensorbus', 'no-poll', 'baseline', 'no-poll', 'baseline', 'tensorbus', 'tensorbus', 'no-poll']);
+  // Rounds: 0 1 2, 2 1 0, 1 2 0: the baseline failed in round 1 (its second run) and runs no more.
+  t.deepEqual(order, ['tensorbus', 'no-poll', 'baseline', 'baseline', 'no-poll', 'tensorbus', 'no-poll', 'tensorbus']);
   t.deepEqual(results.find((r) => r.system === 'tensorbus'), { caseId: 'pipeline', system: 'tensorbus', perSecond: 3, runs: [1, 5, 3] });
   t.is(results.find((r) => r.system === 'baseline')?.skipped, 'failed: gave up');
 });
@@ -135,4 +136,32 @@ test.serial("bench - the baseline runs this build's copy of the RL and pipeline 
   const table = appSection({ baseline: { rev: 'base', commit: 'base' }, sameProgram: ['rl', 'pipeline'], results }).join('\n');
   t.regex(table, /the baseline running this build's copy of the RL and pipeline examples on its own libraries/);
   t.regex(appSection({ results }).join('\n'), /the baseline running its own copy of each example/);
+});
+
+test('bench - the application rounds are balanced: each contender runs in each place and right after each other equally often', (t) => {
+  const tally = (n: number, rounds: number) => {
+    const places = new Map<string, number>();
+    const after = new Map<string, number>();
+    for (let r = 0; r < rounds; r++) {
+      const order = balancedOrder([...Array(n).keys()], r);
+      t.deepEqual([...order].sort(), [...Array(n).keys()], `round ${r} runs each contender once`);
+      order.forEach((item, place) => places.set(`${item}@${place}`, (places.get(`${item}@${place}`) ?? 0) + 1));
+      for (let i = 1; i < n; i++) after.set(`${order[i - 1]}>${order[i]}`, (after.get(`${order[i - 1]}>${order[i]}`) ?? 0) + 1);
+    }
+    return { places, after };
+  };
+  // Three contenders (odd): over 6 rounds, each place twice and each ordered pair twice.
+  const three = tally(3, 6);
+  t.is(three.places.size, 9);
+  t.true([...three.places.values()].every((c) => c === 2));
+  t.is(three.after.size, 6);
+  t.true([...three.after.values()].every((c) => c === 2));
+  // Four (even): over 4 rounds, each place once and each ordered pair once.
+  const four = tally(4, 4);
+  t.is(four.places.size, 16);
+  t.is(four.after.size, 12);
+  t.true([...four.after.values()].every((c) => c === 1));
+  // The five rounds of a full run of three: no contender always right after the same other.
+  const five = tally(3, 5);
+  t.is(five.after.size, 6);
 });

@@ -63,8 +63,9 @@ export function median(values: readonly number[]): number {
 /**
  * `items` starting at index `round` (modulo their number) and wrapping
  * around: round 0 in order, round 1 from the second, ... The order in which
- * the bench runs its contenders in each round or block, so that none always
- * runs first or right after a given other.
+ * the bench runs its systems in each block of a case, so that none always
+ * runs first. (Within a block each still follows the same other: see
+ * {@link balancedOrder} where that matters.)
  */
 export function rotation<T>(items: readonly T[], round: number): T[] {
   const start = items.length === 0 ? 0 : round % items.length;
@@ -173,4 +174,22 @@ export function combineWindows(windows: readonly WindowSample[]): { medianMs: nu
     perSecond: windows.reduce((sum, w) => sum + w.calls / (w.elapsedMs / 1000), 0),
     calls: all.length,
   };
+}
+
+/**
+ * The order of `items` in round `round` of a Williams design: over `n` rounds
+ * (`2n` when their number `n` is odd) each item runs in each place equally
+ * often and right after each other item equally often, so neither what ran
+ * just before a contender nor its place in the round favours it. Round 0 is
+ * 0, 1, n-1, 2, n-2, ...; round `2k` (or `k` for an even `n`) adds `k` to each
+ * index; for an odd `n`, round `2k+1` is round `2k` reversed.
+ */
+export function balancedOrder<T>(items: readonly T[], round: number): T[] {
+  const n = items.length;
+  if (n === 0) return [];
+  const odd = n % 2 === 1;
+  const shift = (odd ? Math.floor(round / 2) : round) % n;
+  const first = Array.from({ length: n }, (_, j) => (j === 0 ? 0 : j % 2 === 1 ? (j + 1) / 2 : n - j / 2));
+  const order = first.map((index) => items[(index + shift) % n]!);
+  return odd && round % 2 === 1 ? order.reverse() : order;
 }

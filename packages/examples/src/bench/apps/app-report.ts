@@ -127,7 +127,7 @@ export function appSection(apps: AppReport | undefined): string[] {
   return [
     '## Applications (the examples run as a user runs them)',
     '',
-    `Each example through \`tensorbus launch\` (one process per worker, its own nats-server), on this build and on the ${baseline} in turn (each round starting one build later than the one before), ` +
+    `Each example through \`tensorbus launch\` (one process per worker, its own nats-server), on this build and on the ${baseline} in turn (the rounds in a balanced order: each build runs in each place, and right after each other build, about equally often), ` +
       programsSentence(apps.sameProgram ?? []) +
       'the median of the runs (each run in brackets); "polling off": this build with `TENSORBUS_BUSY_POLL_US=0` (busy polling is on by default), in the same rotation; ' +
       'PyTorch: its RPC RL example (`bench-anchors/pytorch-rl/main.py`, world size 5), which trains for a fixed time; ' +

@@ -1,8 +1,8 @@
 /**
  * Runs the application cases (app-cases.ts) on this build and, given one, on
- * a baseline build, in turn (each round runs every build once, starting one
- * build later than the round before: a burst of load from elsewhere hits
- * both alike, and neither always runs first or last), and PyTorch's RPC RL
+ * a baseline build, in turn (each round runs every build once, in the order
+ * of a balanced design: a burst of load from elsewhere hits both alike, and
+ * neither always runs first, last or right after the same other), and PyTorch's RPC RL
  * example from `bench-anchors/pytorch-rl/` (its `main.py` with world size 5: one agent, 4
  * observers), each from a fresh set of processes and timed from the start of
  * training: no warm-up for either side. This build also runs with busy
@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { median, rotation } from '../stats.js';
+import { balancedOrder, median } from '../stats.js';
 import { anchorsDir, PYTHON } from '../systems/pytorch.js';
 import { APP_CASES, type AppCase } from './app-cases.js';
 
@@ -115,17 +115,20 @@ export interface Contender {
 
 /**
  * Runs `contenders` in turn, `runs` times each, printing each rate as it
- * comes; one that fails runs no more and is reported skipped with why. Each
- * round starts one contender later than the one before (first, second,
- * third; second, third, first; ...), so none always runs in the same place
- * (first after another case, or right after a given contender). Each result
- * is the median of its runs.
+ * comes; one that fails runs no more and is reported skipped with why. The
+ * rounds follow a Williams design ({@link balancedOrder}), so each contender
+ * runs in each place, and right after each other contender, about equally
+ * often. With a plain rotation each ran right after the same other in every
+ * round (this build after the baseline, for three), and in four full runs in
+ * a row this build ran at 0.89-1.0x itself with polling off in the RL
+ * example, where neither opened one polling window. Each result is the
+ * median of its runs.
  */
 export async function inTurn(caseId: AppResult['caseId'], contenders: Contender[], runs: number): Promise<AppResult[]> {
   const rates = new Map<AppResult['system'], number[]>(contenders.map((c) => [c.system, []]));
   const failed = new Map<AppResult['system'], string>();
   for (let r = 0; r < runs; r++) {
-    for (const contender of rotation(contenders, r)) {
+    for (const contender of balancedOrder(contenders, r)) {
       if (failed.has(contender.system)) continue;
       process.stdout.write(`        ${contender.title}, run ${r + 1}/${runs} ... `);
       try {
