@@ -1,6 +1,6 @@
 /**
  * The bench's application cases run this build a second time with busy
- * polling off (it is on by default), in the same rotation, and the application table shows both
+ * polling off (it is on by default), in the same rounds, and the application table shows both
  * and their ratio (issue 38: polling must never cost an application). A
  * stand-in build (a launcher that writes what the examples write, its rate
  * read from the polling setting it was given) checks the wiring without

@@ -129,7 +129,7 @@ export function appSection(apps: AppReport | undefined): string[] {
     '',
     `Each example through \`tensorbus launch\` (one process per worker, its own nats-server), on this build and on the ${baseline} in turn (the rounds in a balanced order: each build runs in each place, and right after each other build, about equally often), ` +
       programsSentence(apps.sameProgram ?? []) +
-      'the median of the runs (each run in brackets); "polling off": this build with `TENSORBUS_BUSY_POLL_US=0` (busy polling is on by default), in the same rotation; ' +
+      'the median of the runs (each run in brackets); "polling off": this build with `TENSORBUS_BUSY_POLL_US=0` (busy polling is on by default), in the same rounds; ' +
       'PyTorch: its RPC RL example (`bench-anchors/pytorch-rl/main.py`, world size 5), which trains for a fixed time; ' +
       "÷ PyTorch compares its median with that of this build's RL example run for the same time (`--max-seconds`), the two in turn (which goes first alternating), as often as PyTorch's, " +
       'since the steps/s of a run climb as its episodes lengthen. ' +

@@ -7,7 +7,7 @@
  * observers), each from a fresh set of processes and timed from the start of
  * training: no warm-up for either side. This build also runs with busy
  * polling off (`TENSORBUS_BUSY_POLL_US=0`; on by default), in the same
- * rotation: polling must never cost an application (issue 38), and the
+ * rounds: polling must never cost an application (issue 38), and the
  * column beside the default shows whether it does.
  * @module
  */
@@ -118,10 +118,8 @@ export interface Contender {
  * comes; one that fails runs no more and is reported skipped with why. The
  * rounds follow a Williams design ({@link balancedOrder}), so each contender
  * runs in each place, and right after each other contender, about equally
- * often. With a plain rotation each ran right after the same other in every
- * round (this build after the baseline, for three), and in four full runs in
- * a row this build ran at 0.89-1.0x itself with polling off in the RL
- * example, where neither opened one polling window. Each result is the
+ * often; with a plain rotation each ran right after the same other in every
+ * round (this build after the baseline, for three). Each result is the
  * median of its runs.
  */
 export async function inTurn(caseId: AppResult['caseId'], contenders: Contender[], runs: number): Promise<AppResult[]> {
