@@ -16,6 +16,7 @@ import { balancedOrder } from '../src/bench/stats.js';
 import { copyExamplePrograms } from '../src/bench/apps/baseline-build.js';
 import { appSection, roundRatios } from '../src/bench/apps/app-report.js';
 import { MAX_APP_RUNS, parseOptions } from '../src/bench/options.js';
+import { APP_CASES, APP_LENGTHS } from '../src/bench/apps/app-cases.js';
 
 /** A build root whose launcher answers each example with rate 10, or 7 when busy polling is turned off. */
 function standInBuild(): string {
@@ -164,4 +165,18 @@ test('bench - the application rounds are balanced: each contender runs in each p
   // The five rounds of a full run of three: no contender always right after the same other.
   const five = tally(3, 5);
   t.is(five.after.size, 6);
+});
+
+test.serial('bench - a full run times a long stretch of training on every build (RL for seconds, as beside PyTorch), a quick run a short one, and each row of the table says which', (t) => {
+  const flags = (id: string, quick: boolean) => APP_CASES.find((c) => c.id === id)!.args(quick, 'out');
+  t.deepEqual(flags('rl', false), ['--max-seconds', String(APP_LENGTHS.rlSeconds), '--max-episodes', '1000000', '--out', 'out']);
+  t.deepEqual(flags('rl', true), ['--max-episodes', String(APP_LENGTHS.rlQuickEpisodes), '--out', 'out']);
+  t.deepEqual(flags('parameter-server', false), ['--epochs', String(APP_LENGTHS.psEpochs.full), '--out', 'out']);
+  t.true(flags('pipeline', false).join(' ').includes(`--batches ${APP_LENGTHS.pipelineBatches.full} `));
+  t.true(flags('pipeline', true).join(' ').includes(`--batches ${APP_LENGTHS.pipelineBatches.quick} `));
+  const results = [{ caseId: 'rl' as const, system: 'tensorbus' as const, perSecond: 100, runs: [100] }];
+  const stretches = Object.fromEntries(APP_CASES.map((c) => [c.id, c.stretch(false)]));
+  const table = appSection({ stretches, results }).join('\n');
+  t.regex(table, new RegExp(`\\| RL example, 4 observers \\(environment steps/s, the first ${APP_LENGTHS.rlSeconds} s of training\\) \\| 100/s`));
+  t.regex(table, new RegExp(`\\| pipeline, 4 micro-batches \\(samples/s, ${APP_LENGTHS.pipelineBatches.full} batches\\)`));
 });

@@ -219,6 +219,7 @@ if (options.cases.has(APPS_ID)) {
   apps = {
     baseline: baseline && { rev: baseline.rev, commit: baseline.commit },
     sameProgram: baseline ? APP_CASES.filter((c) => c.sameProgram).map((c) => c.id) : [],
+    stretches: Object.fromEntries(APP_CASES.map((c) => [c.id, c.stretch(options.quick)])),
     results,
   };
 }

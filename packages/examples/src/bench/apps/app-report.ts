@@ -20,6 +20,8 @@ export interface AppReport {
   baseline?: { rev: string; commit: string };
   /** The cases whose program the baseline ran in this build's copy (absent in runs from before there was a choice: none). */
   sameProgram?: Array<AppCase['id']>;
+  /** How much training each case timed (absent in runs from before the report said so). */
+  stretches?: Partial<Record<AppCase['id'], string>>;
   results: AppResult[];
 }
 
@@ -113,7 +115,7 @@ export function appSection(apps: AppReport | undefined): string[] {
       .map((t) => `≥${t.limit.toFixed(1)}x ${t.peer === 'baseline' ? 'baseline' : 'PyTorch'}: **${t.status}**${Number.isFinite(t.ratio) ? ` (${formatRatio(t.ratio)})` : ''}`)
       .join('<br>');
     return [
-      `${c.title} (${c.unit}/s)`,
+      `${c.title} (${c.unit}/s${apps.stretches?.[c.id] ? `, ${apps.stretches[c.id]}` : ''})`,
       cell(apps.results, c.id, 'tensorbus'),
       cell(apps.results, c.id, 'no-poll'),
       cell(apps.results, c.id, 'baseline'),
@@ -133,7 +135,7 @@ export function appSection(apps: AppReport | undefined): string[] {
       'PyTorch: its RPC RL example (`bench-anchors/pytorch-rl/main.py`, world size 5), which trains for a fixed time; ' +
       "÷ PyTorch compares its median with that of this build's RL example run for the same time (`--max-seconds`), the two in turn (which goes first alternating), as often as PyTorch's, " +
       'since the steps/s of a run climb as its episodes lengthen. ' +
-      'Every rate is from the start of training, without warm-up, on both sides. ' +
+      'Every rate is from the start of training, without warm-up, on both sides, over the same stretch of training (in its row). ' +
       "Under each ratio of medians, the range of the rounds' own ratios (each round runs every build once): how far one comparison moves from round to round on this machine.",
     '',
     '| application | tensorbus | tensorbus, polling off | baseline | PyTorch RPC | ÷ polling off | ÷ baseline | ÷ PyTorch | targets |',
