@@ -52,13 +52,11 @@ function match(stdout: string, pattern: RegExp, what: string): RegExpExecArray {
 
 /**
  * How much training each case times, from its start, on every build alike.
- * A full run times a stretch of training a user's run spends its time in:
- * the first seconds of every process are mostly its JavaScript being
- * compiled and optimized (RL's first 60 episode rounds are about 6 s, the
- * parameter server's first 180 epochs about 8 s, and its rate nearly doubles
- * past them), while the README's RL command trains for about two minutes.
- * Nothing is left untimed: each rate is still from the start of training.
- * A quick run keeps short stretches.
+ * A full run times a stretch a user's run spends its time in, past the first
+ * seconds of every process, which are mostly its JavaScript being compiled
+ * and optimized (what the short stretches timed before: docs/performance.md,
+ * "eleventh pass"). Nothing is left untimed: each rate is still from the
+ * start of training. A quick run keeps short stretches.
  */
 export const APP_LENGTHS = {
   /** RL: seconds of training (the run stops at the first round that ends past them), as the comparison with PyTorch's example. */
