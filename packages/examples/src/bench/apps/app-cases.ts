@@ -59,7 +59,7 @@ function match(stdout: string, pattern: RegExp, what: string): RegExpExecArray {
  * start of training. A quick run keeps short stretches.
  */
 export const APP_LENGTHS = {
-  /** RL: seconds of training (the run stops at the first round that ends past them), as the comparison with PyTorch's example. */
+  /** RL: seconds of training (the run stops at the first round that ends past them; see {@link rlForSeconds}). */
   rlSeconds: 20,
   /** RL in a quick run: episode rounds. */
   rlQuickEpisodes: 10,
@@ -68,6 +68,16 @@ export const APP_LENGTHS = {
   /** Pipeline: timed batches. */
   pipelineBatches: { quick: 3, full: 40 },
 };
+
+/** A quick or a full run's value of a length. */
+function lengthFor(quick: boolean, length: { quick: number; full: number }): number {
+  return quick ? length.quick : length.full;
+}
+
+/** The RL example's flags for a run of `seconds` of training (episodes unbounded: time alone ends it, unless it solves CartPole first). */
+export function rlForSeconds(seconds: number, out: string): string[] {
+  return ['--max-seconds', String(seconds), '--max-episodes', '1000000', '--out', out];
+}
 
 /** The three application cases. */
 export const APP_CASES: AppCase[] = [
@@ -79,7 +89,7 @@ export const APP_CASES: AppCase[] = [
     script: 'packages/examples/dist/src/rl/main.js',
     sameProgram: true,
     stretch: (quick) => (quick ? `${APP_LENGTHS.rlQuickEpisodes} episode rounds` : `the first ${APP_LENGTHS.rlSeconds} s of training`),
-    args: (quick, out) => [...(quick ? ['--max-episodes', String(APP_LENGTHS.rlQuickEpisodes)] : ['--max-seconds', String(APP_LENGTHS.rlSeconds), '--max-episodes', '1000000']), '--out', out],
+    args: (quick, out) => (quick ? ['--max-episodes', String(APP_LENGTHS.rlQuickEpisodes), '--out', out] : rlForSeconds(APP_LENGTHS.rlSeconds, out)),
     rate: (_stdout, out) => {
       const summary = JSON.parse(readFileSync(join(out, 'rl.json'), 'utf8')) as { observers: number; seconds: number; curve: Array<{ meanReward: number }> };
       const steps = summary.curve.reduce((sum, c) => sum + c.meanReward, 0) * summary.observers;
@@ -94,8 +104,8 @@ export const APP_CASES: AppCase[] = [
     script: 'packages/examples/dist/src/parameter-server/main.js',
     // This build's demo checkpoints the server (checkpoint.ts), which the d087f90 baseline's libraries cannot.
     sameProgram: false,
-    stretch: (quick) => `${quick ? APP_LENGTHS.psEpochs.quick : APP_LENGTHS.psEpochs.full} epochs`,
-    args: (quick, out) => ['--epochs', String(quick ? APP_LENGTHS.psEpochs.quick : APP_LENGTHS.psEpochs.full), '--out', out],
+    stretch: (quick) => `${lengthFor(quick, APP_LENGTHS.psEpochs)} epochs`,
+    args: (quick, out) => ['--epochs', String(lengthFor(quick, APP_LENGTHS.psEpochs)), '--out', out],
     rate: (stdout) => {
       const plan = match(stdout, /(\d+) epochs of (\d+) batched updates/, 'update count');
       const done = match(stdout, /after (\d+) epochs in ([\d.]+) s/, 'run time');
@@ -109,8 +119,8 @@ export const APP_CASES: AppCase[] = [
     names: ['master', 'shard1', 'shard2'],
     script: 'packages/examples/dist/src/pipeline/main.js',
     sameProgram: true,
-    stretch: (quick) => `${quick ? APP_LENGTHS.pipelineBatches.quick : APP_LENGTHS.pipelineBatches.full} batches`,
-    args: (quick, out) => ['--splits', '4', '--batches', String(quick ? APP_LENGTHS.pipelineBatches.quick : APP_LENGTHS.pipelineBatches.full), '--warmup', '1', '--out', out],
+    stretch: (quick) => `${lengthFor(quick, APP_LENGTHS.pipelineBatches)} batches`,
+    args: (quick, out) => ['--splits', '4', '--batches', String(lengthFor(quick, APP_LENGTHS.pipelineBatches)), '--warmup', '1', '--out', out],
     rate: (stdout) => Number(match(stdout, /micro-batches 4 \(of \d+ samples\): throughput ([\d.]+) samples\/s/, 'throughput')[1]),
   },
 ];

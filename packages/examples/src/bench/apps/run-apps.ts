@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { balancedOrder, median } from '../stats.js';
 import { anchorsDir, PYTHON } from '../systems/pytorch.js';
-import { APP_CASES, type AppCase } from './app-cases.js';
+import { APP_CASES, rlForSeconds, type AppCase } from './app-cases.js';
 
 /** A build to run the examples of. */
 export interface Build {
@@ -179,7 +179,7 @@ function runBesidePytorch(current: Build, quick: boolean, runs: number): Promise
   return inTurn(
     'rl',
     [
-      { system: 'timed', title: `${rl.title}, ${current.label}, the first ${seconds} s of training`, unit: `${rl.unit}/s`, run: () => runExample(rl, current, quick, (out) => ['--max-seconds', String(seconds), '--max-episodes', '1000000', '--out', out]) },
+      { system: 'timed', title: `${rl.title}, ${current.label}, the first ${seconds} s of training`, unit: `${rl.unit}/s`, run: () => runExample(rl, current, quick, (out) => rlForSeconds(seconds, out)) },
       { system: 'pytorch', title: `PyTorch RPC RL example (bench-anchors/pytorch-rl/main.py, world size 5), ${seconds} s`, unit: 'steps/s', run: () => runPytorchRl(seconds) },
     ],
     runs,
