@@ -9,18 +9,23 @@
  * @module
  */
 
+import type { AppCase } from '../apps/app-cases.js';
+
 /** Where an experiment runs: one host, two network namespaces, or two with netem delay on their veth pair. */
 export type Placement = 'one-host' | 'two-hosts' | 'two-hosts-netem';
 
 /**
  * A case of an experiment: a round trip of `bytes` (0: no-op), RRef cycles
- * per second, or the RL example through `tensorbus launch` with
- * `--max-episodes 30` (one run per block; one host only).
+ * per second, or an example through `tensorbus launch` (one run per block;
+ * one host only): the RL example with `--max-episodes 30`, the parameter
+ * server and the pipeline at the lengths of the bench's application cases.
  */
 export interface ExperimentCase {
   id: string;
-  kind: 'latency' | 'rref' | 'rl';
+  kind: 'latency' | 'rref' | 'app';
   bytes?: number;
+  /** The example of an `app` case. */
+  app?: AppCase['id'];
 }
 
 /** One A/B experiment. */
@@ -42,7 +47,9 @@ const MB4: ExperimentCase = { id: '4MB', kind: 'latency', bytes: 4 * MB };
 const MB40: ExperimentCase = { id: '40MB', kind: 'latency', bytes: 40 * MB };
 const MB400: ExperimentCase = { id: '400MB', kind: 'latency', bytes: 400 * MB };
 const RREF: ExperimentCase = { id: 'rref', kind: 'rref' };
-const RL: ExperimentCase = { id: 'RL example', kind: 'rl' };
+const RL: ExperimentCase = { id: 'RL example', kind: 'app', app: 'rl' };
+const PS: ExperimentCase = { id: 'parameter server', kind: 'app', app: 'parameter-server' };
+const PIPELINE: ExperimentCase = { id: 'pipeline', kind: 'app', app: 'pipeline' };
 /** What every busy-polling experiment runs: small calls and the RL example, on one host (polling is a same-host matter); polling is on by default, so A is the default. */
 const POLLING_RUNS = { cases: [NOOP, KB4, RREF, RL], placements: ['one-host'] as Placement[] };
 
@@ -85,7 +92,7 @@ export const EXPERIMENTS: readonly Experiment[] = [
     mechanism: 'Connections to a data port of the same host and user go through its Unix socket instead of TCP loopback (off: TENSORBUS_UNIX_SOCKETS=0).',
     on: {},
     off: { TENSORBUS_UNIX_SOCKETS: '0' },
-    cases: [NOOP, KB4, MB4, RREF, RL],
+    cases: [NOOP, KB4, MB4, RREF, RL, PS, PIPELINE],
     placements: ['one-host'],
   },
   {

@@ -131,9 +131,16 @@ interface BlockFigures {
   cpuMs?: number;
 }
 
-/** One run of the RL example through `tensorbus launch` with `env`: per environment step (CPU: every process of the run, start-up included). */
-async function rlBlock(env: Record<string, string>, quick: boolean): Promise<BlockFigures> {
-  const rl = APP_CASES.find((c) => c.id === 'rl')!;
+/**
+ * One run of the example of case `c` through `tensorbus launch` with `env`:
+ * ms per unit of its rate (an environment step, an update, a sample). For
+ * the RL example also the CPU per step (every process of the run, start-up
+ * included); the other examples' blocks give time only.
+ */
+async function appBlock(c: ExperimentCase, env: Record<string, string>, quick: boolean): Promise<BlockFigures> {
+  const app = APP_CASES.find((a) => a.id === c.app)!;
+  const build = { label: 'experiment', root: REPOSITORY, env: { ...env, TENSORBUS_QUIET: '1' } };
+  if (app.id !== 'rl') return { ms: 1000 / (await runExample(app, build, quick)) };
   const episodes = quick ? 5 : RL_EPISODES;
   const cpuBefore = childrenCpuMs();
   let steps = 0;
@@ -141,10 +148,17 @@ async function rlBlock(env: Record<string, string>, quick: boolean): Promise<Blo
     const summary = JSON.parse(readFileSync(join(out, 'rl.json'), 'utf8')) as { observers: number; curve: Array<{ meanReward: number }> };
     steps = summary.curve.reduce((sum, c) => sum + c.meanReward, 0) * summary.observers;
   };
-  const rate = await runExample(rl, { label: 'experiment', root: REPOSITORY, env: { ...env, TENSORBUS_QUIET: '1' } }, quick, (out) => ['--max-episodes', String(episodes), '--out', out], countSteps);
+  const rate = await runExample(app, build, quick, (out) => ['--max-episodes', String(episodes), '--out', out], countSteps);
   const cpuAfter = childrenCpuMs();
   const cpuMs = cpuBefore === undefined || cpuAfter === undefined || !steps ? undefined : (cpuAfter - cpuBefore) / steps;
   return { ms: 1000 / rate, cpuMs };
+}
+
+/** What a block's figure of case `c` is. */
+function unitOf(c: ExperimentCase): string {
+  if (c.kind === 'rref') return 'ms per RRef cycle';
+  if (c.kind === 'latency') return 'ms per round trip';
+  return { rl: 'ms per environment step of the RL example', 'parameter-server': 'ms per update of the parameter server', pipeline: 'ms per sample of the pipeline' }[c.app!];
 }
 
 /** One block of `c` on `side`: ms per call, and the driver's and callee's CPU ms per call (warm-up excluded). */
@@ -171,11 +185,11 @@ async function runCases(e: Experiment, placement: Placement, a: Side, b: Side, o
   const out: CaseOutcome[] = [];
   for (const c of e.cases) {
     const [warmup, rewarm, calls] = blockPlan(c, options.quick);
-    const unit = c.kind === 'rl' ? 'ms per environment step of the RL example' : c.kind === 'rref' ? 'ms per RRef cycle' : 'ms per round trip';
+    const unit = unitOf(c);
     const outcome: CaseOutcome = { placement, caseId: c.id, unit, on: [], off: [], ratios: [], onCpu: [], offCpu: [] };
     for (let r = 0; r < options.rounds; r++) {
-      const on = c.kind === 'rl' ? await rlBlock(e.on, options.quick) : await block(a, c, r === 0 ? warmup : rewarm, calls);
-      const off = c.kind === 'rl' ? await rlBlock(e.off, options.quick) : await block(b, c, r === 0 ? warmup : rewarm, calls);
+      const on = c.kind === 'app' ? await appBlock(c, e.on, options.quick) : await block(a, c, r === 0 ? warmup : rewarm, calls);
+      const off = c.kind === 'app' ? await appBlock(c, e.off, options.quick) : await block(b, c, r === 0 ? warmup : rewarm, calls);
       outcome.on.push(on.ms);
       outcome.off.push(off.ms);
       outcome.ratios.push(on.ms / off.ms);
