@@ -25,9 +25,19 @@ import { forEachTensor } from '../tensors.js';
 
 type Tensor = tf.Tensor;
 
+/** Entries a collection holds before it first drops the tensors already disposed (see {@link CallTensors.add}). */
+const FIRST_COMPACTION = 64;
+
 /** The tensors one call (or one part of it) made, in the order made. */
 export class CallTensors {
-  private readonly made = new Set<Tensor>();
+  /**
+   * What the call made: a list, not a set (each tensor is counted once when
+   * made; one counted again as a decoded reply is harmless, see close), with
+   * the disposed ones dropped each time it doubles, so a long call that makes
+   * and disposes many tensors holds only about twice its live ones.
+   */
+  private made: Tensor[] = [];
+  private compactAt = FIRST_COMPACTION;
   private open = true;
 
   constructor() {
@@ -37,7 +47,15 @@ export class CallTensors {
 
   /** Counts `tensor` as made by this call (no-op once closed: late timers of a finished call keep theirs). */
   add(tensor: Tensor): void {
-    if (this.open && !(tensor instanceof tf.Variable)) this.made.add(tensor);
+    if (!this.open || tensor instanceof tf.Variable) return;
+    if (this.made.push(tensor) < this.compactAt) return;
+    this.made = this.made.filter((t) => !t.isDisposed);
+    this.compactAt = Math.max(FIRST_COMPACTION, 2 * this.made.length);
+  }
+
+  /** @internal Entries held now (tests: about twice the live tensors at most, once past the first compaction). */
+  get entries(): number {
+    return this.made.length;
   }
 
   /** Runs `fn` so that the tensors it makes, across awaits, are this call's. */
@@ -53,7 +71,7 @@ export class CallTensors {
 
   /** Stops collecting and hands the tensors made, still alive, to the caller (who now owns them). */
   handOver(): Tensor[] {
-    const alive = [...this.made].filter((tensor) => !tensor.isDisposed);
+    const alive = [...new Set(this.made)].filter((tensor) => !tensor.isDisposed);
     this.stop();
     return alive;
   }
@@ -62,6 +80,7 @@ export class CallTensors {
   close(): number {
     let disposed = 0;
     for (const tensor of this.made) {
+      // A tensor listed twice is disposed at its first entry and skipped at its second.
       if (tensor.isDisposed || tensor.kept) continue;
       tensor.dispose();
       disposed++;
@@ -73,7 +92,7 @@ export class CallTensors {
   private stop(): void {
     if (!this.open) return;
     this.open = false;
-    this.made.clear();
+    this.made = [];
     collecting--;
   }
 }
