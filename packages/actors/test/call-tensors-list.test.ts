@@ -39,5 +39,11 @@ test('a tensor counted twice is disposed once and handed over once', (t) => {
   });
   t.deepEqual(handed, [result]);
   result.dispose();
+  // Counted at its making and again (a decoded reply): handed over once.
+  const twice = new CallTensors();
+  const reply = twice.run(() => tf.zeros([4]));
+  twice.add(reply);
+  t.deepEqual(twice.handOver(), [reply]);
+  reply.dispose();
   t.is(tf.memory().numTensors, before);
 });

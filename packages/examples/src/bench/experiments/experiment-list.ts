@@ -20,12 +20,20 @@ export type Placement = 'one-host' | 'two-hosts' | 'two-hosts-netem';
  * one host only): the RL example with `--max-episodes 30`, the parameter
  * server and the pipeline at the lengths of the bench's application cases.
  */
-export interface ExperimentCase {
+export type ExperimentCase = CallCase | ExampleCase;
+
+/** A case of calls between the two sides' driver and callee. */
+export interface CallCase {
   id: string;
-  kind: 'latency' | 'rref' | 'app';
+  kind: 'latency' | 'rref';
   bytes?: number;
-  /** The example of an `app` case. */
-  app?: AppCase['id'];
+}
+
+/** A case that runs one of the bench's application examples. */
+export interface ExampleCase {
+  id: string;
+  kind: 'app';
+  app: AppCase['id'];
 }
 
 /** One A/B experiment. */

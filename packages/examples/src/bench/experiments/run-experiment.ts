@@ -19,12 +19,12 @@ import { loadavg } from 'node:os';
 import { namespacesRefused, TwoHosts } from '@tensorbus/nats-transport/testing';
 import { startNatsServer } from '@tensorbus/nats-transport';
 import { fileURLToPath } from 'node:url';
-import { APP_CASES } from '../apps/app-cases.js';
+import { APP_CASES, type AppCase } from '../apps/app-cases.js';
 import { runExample } from '../apps/run-apps.js';
 import { BenchChild } from '../process/bench-child.js';
 import { childrenCpuMs, processCpuMs } from './cpu-time.js';
 import { median } from '../stats.js';
-import type { Experiment, ExperimentCase, Placement } from './experiment-list.js';
+import type { CallCase, ExampleCase, Experiment, ExperimentCase, Placement } from './experiment-list.js';
 
 /** How an experiment runs. */
 export interface ExperimentRunOptions {
@@ -111,7 +111,7 @@ async function stopSide(side: Side): Promise<void> {
 }
 
 /** Warm-up and block of case `c`: [first warm-up, warm-up of later blocks, calls per block]. */
-function blockPlan(c: ExperimentCase, quick: boolean): [number, number, number] {
+function blockPlan(c: CallCase, quick: boolean): [number, number, number] {
   if (c.kind === 'rref') return quick ? [200, 0, 100] : [6000, 0, 500];
   const bytes = c.bytes ?? 0;
   if (bytes <= 65_536) return quick ? [300, 0, 200] : [6000, 0, 1000];
@@ -137,8 +137,8 @@ interface BlockFigures {
  * the RL example also the CPU per step (every process of the run, start-up
  * included); the other examples' blocks give time only.
  */
-async function appBlock(c: ExperimentCase, env: Record<string, string>, quick: boolean): Promise<BlockFigures> {
-  const app = APP_CASES.find((a) => a.id === c.app)!;
+async function appBlock(c: ExampleCase, env: Record<string, string>, quick: boolean): Promise<BlockFigures> {
+  const app = appOf(c);
   const build = { label: 'experiment', root: REPOSITORY, env: { ...env, TENSORBUS_QUIET: '1' } };
   if (app.id !== 'rl') return { ms: 1000 / (await runExample(app, build, quick)) };
   const episodes = quick ? 5 : RL_EPISODES;
@@ -154,15 +154,28 @@ async function appBlock(c: ExperimentCase, env: Record<string, string>, quick: b
   return { ms: 1000 / rate, cpuMs };
 }
 
-/** What a block's figure of case `c` is. */
+/** What a block's figure of case `c` is (for an example: per one of what its rate counts). */
 function unitOf(c: ExperimentCase): string {
-  if (c.kind === 'rref') return 'ms per RRef cycle';
-  if (c.kind === 'latency') return 'ms per round trip';
-  return { rl: 'ms per environment step of the RL example', 'parameter-server': 'ms per update of the parameter server', pipeline: 'ms per sample of the pipeline' }[c.app!];
+  if (c.kind !== 'app') return c.kind === 'rref' ? 'ms per RRef cycle' : 'ms per round trip';
+  const app = appOf(c);
+  return `ms per ${app.unit.replace(/s$/, '')} (${app.title})`;
+}
+
+function appOf(c: ExampleCase): AppCase {
+  return APP_CASES.find((a) => a.id === c.app)!;
+}
+
+/** How a block of case `c` runs on one side (its environment for an example), in round `round`. */
+type BlockRun = (side: Side, env: Record<string, string>, round: number) => Promise<BlockFigures>;
+
+function blockRunner(c: ExperimentCase, quick: boolean): BlockRun {
+  if (c.kind === 'app') return (_side, env) => appBlock(c, env, quick);
+  const [warmup, rewarm, calls] = blockPlan(c, quick);
+  return (side, _env, round) => block(side, c, round === 0 ? warmup : rewarm, calls);
 }
 
 /** One block of `c` on `side`: ms per call, and the driver's and callee's CPU ms per call (warm-up excluded). */
-async function block(side: Side, c: ExperimentCase, warmup: number, calls: number): Promise<BlockFigures> {
+async function block(side: Side, c: CallCase, warmup: number, calls: number): Promise<BlockFigures> {
   const pids = [side.caller.pid, side.callee.pid];
   if (c.kind === 'rref') {
     if (warmup > 0) await side.caller.request('rref', { plan: { window: 1, calls: warmup, rounds: 1, warmupCalls: 0 } });
@@ -184,12 +197,11 @@ function perCall(before: number | undefined, after: number | undefined, calls: n
 async function runCases(e: Experiment, placement: Placement, a: Side, b: Side, options: ExperimentRunOptions): Promise<CaseOutcome[]> {
   const out: CaseOutcome[] = [];
   for (const c of e.cases) {
-    const [warmup, rewarm, calls] = blockPlan(c, options.quick);
-    const unit = unitOf(c);
-    const outcome: CaseOutcome = { placement, caseId: c.id, unit, on: [], off: [], ratios: [], onCpu: [], offCpu: [] };
+    const run = blockRunner(c, options.quick);
+    const outcome: CaseOutcome = { placement, caseId: c.id, unit: unitOf(c), on: [], off: [], ratios: [], onCpu: [], offCpu: [] };
     for (let r = 0; r < options.rounds; r++) {
-      const on = c.kind === 'app' ? await appBlock(c, e.on, options.quick) : await block(a, c, r === 0 ? warmup : rewarm, calls);
-      const off = c.kind === 'app' ? await appBlock(c, e.off, options.quick) : await block(b, c, r === 0 ? warmup : rewarm, calls);
+      const on = await run(a, e.on, r);
+      const off = await run(b, e.off, r);
       outcome.on.push(on.ms);
       outcome.off.push(off.ms);
       outcome.ratios.push(on.ms / off.ms);
