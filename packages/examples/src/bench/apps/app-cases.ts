@@ -124,3 +124,10 @@ export const APP_CASES: AppCase[] = [
     rate: (stdout) => Number(match(stdout, /micro-batches 4 \(of \d+ samples\): throughput ([\d.]+) samples\/s/, 'throughput')[1]),
   },
 ];
+
+/** The application case `id` (every id of `AppCase['id']` has one). */
+export function appCase(id: AppCase['id']): AppCase {
+  const found = APP_CASES.find((c) => c.id === id);
+  if (found === undefined) throw new Error(`no application case '${id}'`);
+  return found;
+}

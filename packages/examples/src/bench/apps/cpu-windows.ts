@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median } from '../stats.js';
 import { DEFAULT_BASELINE } from '../options.js';
-import { APP_CASES } from './app-cases.js';
+import { appCase } from './app-cases.js';
 import { baselineBuild, prepareBaseline } from './baseline-build.js';
 import { exampleLaunch, type Build } from './run-apps.js';
 import { argValue } from '../process/child-channel.js';
@@ -88,7 +88,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** One long run of `c` on `build`, measured in `windows` ([from, to] s after launch). */
 async function measureRun(c: WindowedCase, build: Build, windows: Array<[number, number]>): Promise<Array<WindowFigures | undefined>> {
   const root = build.root;
-  const app = APP_CASES.find((a) => a.id === c.id)!;
+  const app = appCase(c.id);
   const out = mkdtempSync(join(tmpdir(), `tensorbus-windows-${c.id}-`));
   const { args, env } = exampleLaunch(app, build, c.longArgs(out));
   const child: ChildProcess = spawn(process.execPath, args, {

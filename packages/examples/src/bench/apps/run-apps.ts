@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { balancedOrder, median } from '../stats.js';
 import { anchorsDir, PYTHON } from '../systems/pytorch.js';
-import { APP_CASES, rlForSeconds, type AppCase } from './app-cases.js';
+import { APP_CASES, appCase, rlForSeconds, type AppCase } from './app-cases.js';
 
 /** A build to run the examples of. */
 export interface Build {
@@ -175,7 +175,7 @@ export async function runApps(current: Build, baseline: Build | undefined, optio
  */
 function runBesidePytorch(current: Build, quick: boolean, runs: number): Promise<AppResult[]> {
   const seconds = quick ? PYTORCH_RL_SECONDS.quick : PYTORCH_RL_SECONDS.full;
-  const rl = APP_CASES.find((c) => c.id === 'rl')!;
+  const rl = appCase('rl');
   return inTurn(
     'rl',
     [

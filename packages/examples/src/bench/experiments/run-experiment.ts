@@ -19,7 +19,7 @@ import { loadavg } from 'node:os';
 import { namespacesRefused, TwoHosts } from '@tensorbus/nats-transport/testing';
 import { startNatsServer } from '@tensorbus/nats-transport';
 import { fileURLToPath } from 'node:url';
-import { APP_CASES, type AppCase } from '../apps/app-cases.js';
+import { appCase } from '../apps/app-cases.js';
 import { runExample } from '../apps/run-apps.js';
 import { BenchChild } from '../process/bench-child.js';
 import { childrenCpuMs, processCpuMs } from './cpu-time.js';
@@ -138,7 +138,7 @@ interface BlockFigures {
  * included); the other examples' blocks give time only.
  */
 async function appBlock(c: ExampleCase, env: Record<string, string>, quick: boolean): Promise<BlockFigures> {
-  const app = appOf(c);
+  const app = appCase(c.app);
   const build = { label: 'experiment', root: REPOSITORY, env: { ...env, TENSORBUS_QUIET: '1' } };
   if (app.id !== 'rl') return { ms: 1000 / (await runExample(app, build, quick)) };
   const episodes = quick ? 5 : RL_EPISODES;
@@ -157,12 +157,8 @@ async function appBlock(c: ExampleCase, env: Record<string, string>, quick: bool
 /** What a block's figure of case `c` is (for an example: per one of what its rate counts). */
 function unitOf(c: ExperimentCase): string {
   if (c.kind !== 'app') return c.kind === 'rref' ? 'ms per RRef cycle' : 'ms per round trip';
-  const app = appOf(c);
+  const app = appCase(c.app);
   return `ms per ${app.unit.replace(/s$/, '')} (${app.title})`;
-}
-
-function appOf(c: ExampleCase): AppCase {
-  return APP_CASES.find((a) => a.id === c.app)!;
 }
 
 /** How a block of case `c` runs on one side (its environment for an example), in round `round`. */
